@@ -1,0 +1,1 @@
+//! The WebAssembly plugin host: loads components, grants capabilities, enforces limits.

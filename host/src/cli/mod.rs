@@ -1,0 +1,215 @@
+//! Command-line interface: argument parsing, dispatch, exit codes.
+//!
+//! Every command lives in its own module and gets a [`Context`] with the global flags. Commands
+//! return `anyhow::Result`; [`exit_code_for`] maps a [`UsageError`] or a config error to exit
+//! code 2 and anything else to 1.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod ask;
+mod doctor;
+mod models;
+mod plugins;
+
+/// A mistake in how rkmcp was invoked (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rkmcp",
+    version,
+    about = "Chat with local LLMs (RKLLM on Rockchip NPUs, llama.cpp on CPU) that use MCP tools",
+    long_about = None,
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags accepted by every command.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
+    /// Config file (TOML, or JSON with `mcpServers`/`servers`). Default: ./rkmcp.toml or
+    /// ./.rkmcp/config.toml, merged over $XDG_CONFIG_HOME/rkmcp/config.toml.
+    #[arg(long, short = 'c', global = true, env = "RKMCP_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// More logging on stderr (-v info, -vv debug, -vvv trace). RUST_LOG overrides.
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Write logs to this file instead of stderr.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate and show the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Show and check the configured MCP servers.
+    #[command(subcommand)]
+    Servers(ServersCommand),
+    /// List and call MCP tools.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// List and read MCP resources.
+    #[command(subcommand)]
+    Resources(ResourcesCommand),
+    /// List and render MCP prompts.
+    #[command(subcommand)]
+    Prompts(PromptsCommand),
+    /// List, inspect and check WebAssembly plugins.
+    #[command(subcommand)]
+    Plugins(plugins::PluginsCommand),
+    /// Ask the model one question and stream its answer.
+    Ask(ask::AskArgs),
+    /// Show the installed models.
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
+    /// Check backends, the RKLLM runtime, NPU devices, models, plugins and servers.
+    Doctor(doctor::DoctorArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate the configuration and print it resolved, with secrets masked.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServersCommand {
+    /// List configured servers (does not start them).
+    List,
+    /// Start every enabled server and report whether it is up, with its version and counts.
+    Status,
+    /// Start the servers and ping each one, reporting round-trip times.
+    Ping {
+        /// Only this server.
+        server: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// List tools under the names the model sees.
+    List {
+        /// Only tools of this server.
+        #[arg(long, short = 's')]
+        server: Option<String>,
+    },
+    /// Call a tool: `rkmcp tools call everything__echo message=hi` or `--args '{"message":"hi"}'`.
+    Call {
+        /// Tool name as listed by `rkmcp tools list` (or `server/tool`).
+        name: String,
+        /// Arguments as one JSON object.
+        #[arg(long, value_name = "JSON", conflicts_with = "pairs")]
+        args: Option<String>,
+        /// Arguments as key=value pairs; values that parse as JSON (numbers, true, {…}) are used as
+        /// JSON, anything else as a string.
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResourcesCommand {
+    /// List resources and resource templates of every server.
+    List {
+        #[arg(long, short = 's')]
+        server: Option<String>,
+    },
+    /// Read a resource by URI.
+    Read {
+        uri: String,
+        /// The server to ask (default: the one that lists the URI).
+        #[arg(long, short = 's')]
+        server: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PromptsCommand {
+    /// List prompts of every server.
+    List {
+        #[arg(long, short = 's')]
+        server: Option<String>,
+    },
+    /// Render a prompt with arguments: `rkmcp prompts get everything__args-prompt city=Paris`.
+    Get {
+        name: String,
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+}
+
+/// What every command receives.
+pub struct Context {
+    pub global: GlobalArgs,
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // A guard keeps the non-blocking log writer alive until exit.
+    let _log_guard = match crate::logging::init(&cli.global) {
+        Ok(guard) => guard,
+        Err(err) => {
+            eprintln!("rkmcp: {err:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("rkmcp: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let ctx = Context { global: cli.global };
+    let result = runtime.block_on(dispatch(ctx, cli.command));
+    // Give child servers their shutdown sequence before the runtime goes away.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("rkmcp: error: {err:#}");
+            ExitCode::from(exit_code_for(&err))
+        }
+    }
+}
+
+/// 2 for usage and configuration mistakes, 1 for everything that went wrong at run time.
+pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+    if err.downcast_ref::<UsageError>().is_some()
+        || err.downcast_ref::<crate::config::ConfigError>().is_some()
+    {
+        2
+    } else {
+        1
+    }
+}
+
+async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Config(cmd) => crate::cli::inspect::config(&ctx, cmd).await,
+        Command::Servers(cmd) => crate::cli::inspect::servers(&ctx, cmd).await,
+        Command::Tools(cmd) => crate::cli::inspect::tools(&ctx, cmd).await,
+        Command::Resources(cmd) => crate::cli::inspect::resources(&ctx, cmd).await,
+        Command::Prompts(cmd) => crate::cli::inspect::prompts(&ctx, cmd).await,
+        Command::Plugins(cmd) => plugins::run(&ctx, cmd).await,
+        Command::Ask(args) => ask::run(&ctx, args).await,
+        Command::Models(cmd) => models::run(&ctx, cmd).await,
+        Command::Doctor(args) => doctor::run(&ctx, args).await,
+    }
+}
+
+mod inspect;
+pub mod output;

@@ -1,0 +1,7 @@
+//! rkmcp: a chat runtime for local LLMs with a complete MCP client and WebAssembly plugins.
+//!
+//! The modules follow the data flow: [`config`] is read first, [`mcp`] keeps the live server
+//! sessions, and [`cli`] exposes them to people and scripts.
+pub mod cli;
+pub mod config;
+pub mod mcp;
