@@ -1,0 +1,136 @@
+//! Detector for formats whose calls are blocks opened by a start marker.
+
+use super::{Ids, push_text};
+use crate::DetectorEvent;
+use crate::parse::Parsed;
+use crate::scan::{find_first, floor_boundary, held_suffix};
+
+/// Parses one block: `raw` is the whole block text (markers included), `inner` the part between
+/// the start marker and the end marker, `terminated` false when the response ended first.
+pub(crate) type ParseFn = fn(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed>;
+
+pub(crate) enum End {
+    /// The block ends at the first of these markers (consumed with the block).
+    Markers(&'static [&'static str]),
+    /// A function finds the end: returns `(inner_len, consumed_len)` measured from the end of the
+    /// start marker. It is only re-run when a chunk brings one of `closers`, since the end can
+    /// only be completed by such a character.
+    Finder {
+        find: fn(&str) -> Option<(usize, usize)>,
+        closers: &'static str,
+    },
+}
+
+pub(crate) struct Block {
+    pub start: &'static str,
+    pub end: End,
+    pub parse: ParseFn,
+}
+
+enum State {
+    Text,
+    InBlock { block: usize, scanned: usize },
+}
+
+pub(crate) struct MarkerDetector {
+    blocks: &'static [Block],
+    starts: Vec<&'static str>,
+    buf: String,
+    state: State,
+    ids: Ids,
+}
+
+impl MarkerDetector {
+    pub(crate) fn new(blocks: &'static [Block]) -> Self {
+        MarkerDetector {
+            blocks,
+            starts: blocks.iter().map(|b| b.start).collect(),
+            buf: String::new(),
+            state: State::Text,
+            ids: Ids::default(),
+        }
+    }
+
+    fn run(&mut self, eof: bool) -> Vec<DetectorEvent> {
+        let mut out = Vec::new();
+        loop {
+            match self.state {
+                State::Text => {
+                    if let Some((p, bi)) = find_first(&self.buf, &self.starts) {
+                        push_text(&mut out, &self.buf[..p]);
+                        self.buf.drain(..p);
+                        self.state = State::InBlock {
+                            block: bi,
+                            scanned: 0,
+                        };
+                        continue;
+                    }
+                    let keep = if eof {
+                        0
+                    } else {
+                        held_suffix(&self.buf, &self.starts)
+                    };
+                    let emit = self.buf.len() - keep;
+                    push_text(&mut out, &self.buf[..emit]);
+                    self.buf.drain(..emit);
+                    break;
+                }
+                State::InBlock { block, scanned } => {
+                    let b = &self.blocks[block];
+                    let body = &self.buf[b.start.len()..];
+                    let found = match &b.end {
+                        End::Markers(ms) => {
+                            let longest = ms.iter().map(|m| m.len()).max().unwrap_or(0);
+                            let from = floor_boundary(body, scanned.saturating_sub(longest));
+                            find_first(&body[from..], ms)
+                                .map(|(p, i)| (from + p, from + p + ms[i].len()))
+                        }
+                        End::Finder { find, closers } => {
+                            let new = &body[floor_boundary(body, scanned)..];
+                            if scanned == 0 || new.contains(|c: char| closers.contains(c)) {
+                                find(body)
+                            } else {
+                                None
+                            }
+                        }
+                    };
+                    match found {
+                        Some((inner_end, consumed)) => {
+                            let total = b.start.len() + consumed;
+                            let parsed = (b.parse)(&self.buf[..total], &body[..inner_end], true);
+                            self.ids.events(parsed, &mut out);
+                            self.buf.drain(..total);
+                            self.state = State::Text;
+                        }
+                        None if eof => {
+                            let parsed = (b.parse)(&self.buf, body, false);
+                            self.ids.events(parsed, &mut out);
+                            self.buf.clear();
+                            self.state = State::Text;
+                            break;
+                        }
+                        None => {
+                            self.state = State::InBlock {
+                                block,
+                                scanned: body.len(),
+                            };
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl crate::ToolCallDetector for MarkerDetector {
+    fn feed(&mut self, chunk: &str) -> Vec<DetectorEvent> {
+        self.buf.push_str(chunk);
+        self.run(false)
+    }
+
+    fn finish(&mut self) -> Vec<DetectorEvent> {
+        self.run(true)
+    }
+}

@@ -1,0 +1,170 @@
+//! Low-level scanning helpers shared by the detectors: marker search with hold-back, and
+//! finding where a JSON or Python value closes without parsing it.
+
+/// Earliest occurrence of any of `markers` in `hay`: `(byte position, marker index)`.
+/// On a tie the longest marker wins, so `<tool_call>` beats a shorter `<tool_call` alias.
+pub(crate) fn find_first(hay: &str, markers: &[&str]) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    for (i, m) in markers.iter().enumerate() {
+        if m.is_empty() {
+            continue;
+        }
+        if let Some(p) = hay.find(m) {
+            best = match best {
+                None => Some((p, i)),
+                Some((bp, bi)) if p < bp || (p == bp && m.len() > markers[bi].len()) => {
+                    Some((p, i))
+                }
+                keep => keep,
+            };
+        }
+    }
+    best
+}
+
+/// Length in bytes of the longest suffix of `hay` that is a proper prefix of a marker: the part
+/// that must be held back because the next chunk could complete it into a marker.
+pub(crate) fn held_suffix(hay: &str, markers: &[&str]) -> usize {
+    let longest = markers.iter().map(|m| m.len()).max().unwrap_or(0);
+    if longest == 0 || hay.is_empty() {
+        return 0;
+    }
+    let lo = hay.len().saturating_sub(longest - 1);
+    let mut start = lo;
+    while start < hay.len() {
+        if hay.is_char_boundary(start) {
+            let tail = &hay[start..];
+            if markers
+                .iter()
+                .any(|m| m.len() > tail.len() && m.starts_with(tail))
+            {
+                return hay.len() - start;
+            }
+        }
+        start += 1;
+    }
+    0
+}
+
+/// Largest char boundary `<= i`.
+pub(crate) fn floor_boundary(s: &str, mut i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Where the JSON object or array starting at `s[0]` closes (index just past it), ignoring
+/// brackets inside strings. `None` while it is still open. Only structure is checked here;
+/// serde_json decides validity afterwards.
+pub(crate) fn json_value_end(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    match b.first() {
+        Some(b'{') | Some(b'[') => {}
+        _ => return None,
+    }
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut esc = false;
+    for (i, &c) in b.iter().enumerate() {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if c == b'\\' {
+                esc = true;
+            } else if c == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Like [`json_value_end`] for a Python literal/call list starting with `[`, `(` or `{`:
+/// both quote kinds delimit strings.
+pub(crate) fn py_value_end(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    match b.first() {
+        Some(b'[') | Some(b'(') | Some(b'{') => {}
+        _ => return None,
+    }
+    let mut depth = 0usize;
+    let mut quote: Option<u8> = None;
+    let mut esc = false;
+    for (i, &c) in b.iter().enumerate() {
+        if let Some(q) = quote {
+            if esc {
+                esc = false;
+            } else if c == b'\\' {
+                esc = true;
+            } else if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            b'"' | b'\'' => quote = Some(c),
+            b'[' | b'(' | b'{' => depth += 1,
+            b']' | b')' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_back_only_marker_prefixes() {
+        assert_eq!(held_suffix("hello <tool", &["<tool_call>"]), 5);
+        assert_eq!(held_suffix("hello <tox", &["<tool_call>"]), 0);
+        assert_eq!(
+            held_suffix("a<｜tool", &["<｜tool▁calls▁begin｜>"]),
+            "<｜tool".len()
+        );
+        assert_eq!(held_suffix("", &["<x>"]), 0);
+    }
+
+    #[test]
+    fn first_marker_prefers_earliest_then_longest() {
+        assert_eq!(
+            find_first("ab<f=x <tool_call>", &["<tool_call>", "<f="]),
+            Some((2, 1))
+        );
+        assert_eq!(
+            find_first("[TOOL_CALLS]", &["[TOOL_CALL", "[TOOL_CALLS]"]),
+            Some((0, 1))
+        );
+        assert_eq!(find_first("none", &["<x>"]), None);
+    }
+
+    #[test]
+    fn json_end_ignores_brackets_in_strings() {
+        let s = r#"{"a":"}]\"{","b":[1,{"c":2}]} tail"#;
+        assert_eq!(json_value_end(s), Some(s.len() - 5));
+        assert_eq!(json_value_end(r#"{"a":"#), None);
+        assert_eq!(py_value_end("[f(a=')'), g()] x"), Some(15));
+    }
+}
