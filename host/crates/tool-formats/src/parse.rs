@@ -120,7 +120,8 @@ pub(crate) fn calls_from_json_value(raw: &str, v: &Value) -> Vec<Parsed> {
 /// JSON answer from a tool call.
 pub(crate) fn looks_like_call(v: &Value) -> bool {
     match v {
-        Value::Array(items) => !items.is_empty() && items.iter().all(looks_like_call),
+        // One recognisable call makes the list a call attempt; the other items are reported.
+        Value::Array(items) => items.iter().any(looks_like_call),
         Value::Object(o) => {
             (o.get("name").is_some_and(Value::is_string)
                 && (o.len() == 1
@@ -143,13 +144,13 @@ pub(crate) fn coerce_value(raw: &str) -> Value {
     let s = raw.strip_prefix('\n').unwrap_or(raw);
     let s = s.strip_suffix('\n').unwrap_or(s);
     let t = s.trim();
-    if let Ok(v) = serde_json::from_str::<Value>(t) {
-        if matches!(
+    if let Ok(v) = serde_json::from_str::<Value>(t)
+        && matches!(
             v,
             Value::Number(_) | Value::Bool(_) | Value::Object(_) | Value::Array(_)
-        ) {
-            return v;
-        }
+        )
+    {
+        return v;
     }
     Value::String(decode_entities(s))
 }
@@ -171,20 +172,18 @@ pub(crate) fn xml_attr(attrs: &str, attr: &str) -> Option<String> {
     while let Some(p) = rest.find(attr) {
         let before_ok = p == 0 || rest[..p].ends_with(|c: char| c.is_whitespace());
         let after = rest[p + attr.len()..].trim_start();
-        if before_ok {
-            if let Some(after_eq) = after.strip_prefix('=') {
-                let after_eq = after_eq.trim_start();
-                let q = after_eq.chars().next()?;
-                if q == '"' || q == '\'' {
-                    let v = &after_eq[1..];
-                    let end = v.find(q)?;
-                    return Some(decode_entities(&v[..end]));
-                }
-                let end = after_eq
-                    .find(|c: char| c.is_whitespace() || c == '>')
-                    .unwrap_or(after_eq.len());
-                return Some(after_eq[..end].to_string());
+        if before_ok && let Some(after_eq) = after.strip_prefix('=') {
+            let after_eq = after_eq.trim_start();
+            let q = after_eq.chars().next()?;
+            if q == '"' || q == '\'' {
+                let v = &after_eq[1..];
+                let end = v.find(q)?;
+                return Some(decode_entities(&v[..end]));
             }
+            let end = after_eq
+                .find(|c: char| c.is_whitespace() || c == '>')
+                .unwrap_or(after_eq.len());
+            return Some(after_eq[..end].to_string());
         }
         rest = &rest[p + attr.len()..];
     }
