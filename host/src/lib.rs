@@ -4,4 +4,5 @@
 //! sessions, and [`cli`] exposes them to people and scripts.
 pub mod cli;
 pub mod config;
+pub mod logging;
 pub mod mcp;

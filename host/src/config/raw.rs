@@ -1,0 +1,98 @@
+//! The config as written in one file, before merging and defaults. Every field is optional so
+//! that a workspace file can override just what it names.
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub servers: Vec<RawServer>,
+    /// Where per-server stderr logs go (default `$XDG_STATE_HOME/rkmcp/logs`).
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub log_dir: Option<String>,
+    /// Defaults for every server.
+    #[serde(default)]
+    pub defaults: RawDefaults,
+    /// `[plugins]`: the plugin folders and the capabilities the user grants each plugin.
+    #[serde(default)]
+    pub plugins: Option<toml::Table>,
+    /// `[model]`: the LLM backend and model.
+    #[serde(default)]
+    pub model: Option<toml::Table>,
+    /// `[chat]`: the chat loop.
+    #[serde(default)]
+    pub chat: Option<toml::Table>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDefaults {
+    pub connect_timeout: Option<RawDuration>,
+    pub request_timeout: Option<RawDuration>,
+    /// Tool-name prefix template; `{server}` is replaced by the server name.
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub prefix: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServer {
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub transport: Option<String>,
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub command: Option<String>,
+    #[serde(default, deserialize_with = "super::subst::strings")]
+    pub args: Vec<String>,
+    #[serde(default, deserialize_with = "super::subst::string_map")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub cwd: Option<String>,
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub url: Option<String>,
+    #[serde(default, deserialize_with = "super::subst::string_map")]
+    pub headers: BTreeMap<String, String>,
+    pub connect_timeout: Option<RawDuration>,
+    pub request_timeout: Option<RawDuration>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub prefix: Option<String>,
+    /// Where the entry starts in its file (JSON forms only; TOML positions come from the parser).
+    #[serde(skip)]
+    pub line: Option<(usize, usize)>,
+}
+
+/// A duration: a number of seconds (`30`, `0.5`) or a string (`"30s"`, `"500ms"`, `"2m"`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawDuration {
+    Seconds(f64),
+    Text(String),
+    #[serde(skip)]
+    Millis(f64),
+}
+
+impl RawDuration {
+    pub fn to_duration(&self) -> Result<std::time::Duration, String> {
+        let secs = match self {
+            RawDuration::Seconds(s) => *s,
+            RawDuration::Millis(ms) => ms / 1000.0,
+            RawDuration::Text(text) => {
+                return humantime::parse_duration(text.trim()).map_err(|err| {
+                    format!("`{text}` is not a duration ({err}); write e.g. \"30s\", \"500ms\" or 30")
+                });
+            }
+        };
+        if !secs.is_finite() || secs <= 0.0 {
+            return Err(format!("a timeout must be a positive number of seconds, not {secs}"));
+        }
+        Ok(std::time::Duration::from_secs_f64(secs))
+    }
+}

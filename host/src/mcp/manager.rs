@@ -1,0 +1,202 @@
+//! All configured servers at once: started concurrently, each failure kept apart, tools exposed
+//! under namespaced names.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolResult, Tool};
+
+use super::naming::{self, Collision, ServerTools, ToolFilter};
+use super::session::Session;
+use crate::config::{Config, ServerConfig};
+
+/// A server that could not be started, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StartFailure {
+    pub server: String,
+    pub error: String,
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone)]
+pub struct ExposedTool {
+    /// The namespaced name (`time__get_current_time`).
+    pub name: String,
+    pub server: String,
+    pub tool: Tool,
+}
+
+/// The live sessions, in config order.
+pub struct SessionManager {
+    sessions: Vec<Arc<Session>>,
+    failures: Vec<StartFailure>,
+    filters: BTreeMap<String, ToolFilter>,
+    /// Time from the start of [`SessionManager::start`] until every server was up (or failed).
+    pub startup: Duration,
+}
+
+impl SessionManager {
+    /// Starts every enabled server (or only `only`) concurrently. A server that fails is
+    /// recorded in [`SessionManager::failures`]; the others keep going.
+    pub async fn start(config: &Config, only: Option<&str>) -> SessionManager {
+        let started = Instant::now();
+        let servers: Vec<&ServerConfig> = config
+            .enabled_servers()
+            .filter(|s| only.is_none_or(|o| o == s.name))
+            .collect();
+        let log_dir: PathBuf = config.log_dir.clone();
+        let results = futures::future::join_all(
+            servers
+                .iter()
+                .map(|server| Session::connect(server, &log_dir)),
+        )
+        .await;
+        let mut sessions = Vec::new();
+        let mut failures = Vec::new();
+        let mut filters = BTreeMap::new();
+        for (server, result) in servers.iter().zip(results) {
+            match result {
+                Ok(session) => {
+                    tracing::info!(server = %server.name, "started in {:?}", session.startup);
+                    // Globs were validated when the config was loaded.
+                    if let Ok(filter) = ToolFilter::new(&server.allow, &server.deny) {
+                        filters.insert(server.name.clone(), filter);
+                    }
+                    sessions.push(Arc::new(session));
+                }
+                Err(err) => {
+                    tracing::warn!("{err}");
+                    failures.push(StartFailure {
+                        server: server.name.clone(),
+                        error: err.to_string(),
+                    });
+                }
+            }
+        }
+        SessionManager {
+            sessions,
+            failures,
+            filters,
+            startup: started.elapsed(),
+        }
+    }
+
+    pub fn sessions(&self) -> &[Arc<Session>] {
+        &self.sessions
+    }
+
+    pub fn session(&self, name: &str) -> Option<&Arc<Session>> {
+        self.sessions.iter().find(|s| s.name() == name)
+    }
+
+    pub fn failures(&self) -> &[StartFailure] {
+        &self.failures
+    }
+
+    /// Every permitted tool of every live server under its exposed name, plus the renames
+    /// collisions forced. Computed from the current catalogs, so it follows `list_changed`.
+    pub fn tools(&self) -> (Vec<ExposedTool>, Vec<Collision>) {
+        let catalogs: Vec<_> = self
+            .sessions
+            .iter()
+            .map(|s| {
+                let filter = self.filters.get(s.name());
+                let tools: Vec<Tool> = s
+                    .catalog()
+                    .tools
+                    .iter()
+                    .filter(|t| filter.is_none_or(|f| f.permits(&t.name)))
+                    .cloned()
+                    .collect();
+                (s, tools)
+            })
+            .collect();
+        let inputs: Vec<ServerTools<'_>> = catalogs
+            .iter()
+            .map(|(s, tools)| ServerTools {
+                server: s.name(),
+                prefix: &s.config.prefix,
+                tools: tools.iter().map(|t| t.name.as_ref()).collect(),
+            })
+            .collect();
+        let (names, collisions) = naming::assign(&inputs);
+        let all_tools = catalogs.iter().flat_map(|(_, tools)| tools.iter());
+        let exposed = names
+            .into_iter()
+            .zip(all_tools)
+            .map(|(n, tool)| ExposedTool {
+                name: n.exposed,
+                server: n.server,
+                tool: tool.clone(),
+            })
+            .collect();
+        (exposed, collisions)
+    }
+
+    /// Finds a tool by exposed name, or by `server/tool` with the server's own tool name.
+    pub fn resolve_tool(&self, name: &str) -> Result<(Arc<Session>, String), ResolveError> {
+        if let Some((server, tool)) = name.split_once('/')
+            && let Some(session) = self.session(server)
+        {
+            return if self.filters.get(server).is_none_or(|f| f.permits(tool)) {
+                Ok((session.clone(), tool.to_string()))
+            } else {
+                Err(ResolveError::Denied(name.to_string()))
+            };
+        }
+        let (tools, _) = self.tools();
+        if let Some(t) = tools.iter().find(|t| t.name == name)
+            && let Some(session) = self.session(&t.server)
+        {
+            return Ok((session.clone(), t.tool.name.to_string()));
+        }
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        // A bare tool name that is unique across servers is accepted as a convenience.
+        let bare: Vec<&ExposedTool> = tools.iter().filter(|t| t.tool.name == name).collect();
+        if bare.len() == 1
+            && let Some(session) = self.session(&bare[0].server)
+        {
+            return Ok((session.clone(), name.to_string()));
+        }
+        Err(ResolveError::Unknown {
+            name: name.to_string(),
+            suggestion: crate::config::nearest(name, &names).map(str::to_string),
+            failed_servers: self.failures.iter().map(|f| f.server.clone()).collect(),
+        })
+    }
+
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> anyhow::Result<CallToolResult> {
+        let (session, tool) = self.resolve_tool(name)?;
+        Ok(session.call_tool(&tool, arguments).await?)
+    }
+
+    /// Closes every session concurrently.
+    pub async fn shutdown(self) {
+        let sessions = self.sessions.into_iter().filter_map(|s| match Arc::try_unwrap(s) {
+            Ok(session) => Some(session),
+            Err(shared) => {
+                // Still referenced elsewhere: it shuts down when the last reference drops.
+                tracing::debug!(server = %shared.name(), "session still in use at shutdown");
+                None
+            }
+        });
+        futures::future::join_all(sessions.map(Session::shutdown)).await;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("no tool named `{name}`{}{}", suggestion.as_ref().map(|s| format!(" — did you mean `{s}`?")).unwrap_or_default(), if failed_servers.is_empty() { String::new() } else { format!(" (servers that failed to start: {})", failed_servers.join(", ")) })]
+    Unknown {
+        name: String,
+        suggestion: Option<String>,
+        failed_servers: Vec<String>,
+    },
+    #[error("tool `{0}` is excluded by the server's allow/deny lists")]
+    Denied(String),
+}

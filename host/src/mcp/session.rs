@@ -1,0 +1,459 @@
+//! One live MCP server session on rmcp: connect and initialize, keep the server's lists cached and
+//!
+//! Logging notifications and `logging/setLevel` are deprecated by SEP-2577, but the servers people
+//! run today still use them, so this module uses them on purpose.
+#![allow(deprecated)]
+//! refreshed on `list_changed`, and make requests with per-request timeouts.
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientRequest, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation,
+    InitializeRequestParams, LoggingLevel, LoggingMessageNotificationParam, PingRequest,
+    ProgressNotificationParam, Prompt, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceTemplate, ServerPeerInfo, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::sync::broadcast;
+
+use crate::config::{ServerConfig, TransportKind};
+
+/// Why a session could not be used. The message always names the server.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("server `{server}`: {message}")]
+    Start { server: String, message: String },
+    #[error("server `{server}`: {what} timed out after {}", humantime::format_duration(*timeout))]
+    Timeout {
+        server: String,
+        what: String,
+        timeout: Duration,
+    },
+    #[error("server `{server}`: {what} failed: {message}")]
+    Request {
+        server: String,
+        what: String,
+        message: String,
+    },
+    #[error("server `{server}`: transport `{transport}` is not supported yet{hint}")]
+    Unsupported {
+        server: String,
+        transport: String,
+        hint: String,
+    },
+}
+
+/// Something a server told us outside a response.
+#[derive(Debug, Clone)]
+pub enum SessionEvent {
+    Log {
+        server: String,
+        level: LoggingLevel,
+        logger: Option<String>,
+        data: serde_json::Value,
+    },
+    Progress {
+        server: String,
+        params: ProgressNotificationParam,
+    },
+    /// A list was re-fetched after the server said it changed.
+    ListRefreshed { server: String, list: ListKind },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListKind {
+    Tools,
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+/// The server's lists as last fetched. Snapshots are cheap `Arc` clones.
+#[derive(Debug, Default, Clone)]
+pub struct Catalog {
+    pub tools: Arc<Vec<Tool>>,
+    pub resources: Arc<Vec<Resource>>,
+    pub resource_templates: Arc<Vec<ResourceTemplate>>,
+    pub prompts: Arc<Vec<Prompt>>,
+    /// Bumped on every refresh, so callers can tell a changed list from an unchanged one.
+    pub generation: u64,
+}
+
+/// rmcp's client handler for one session: records notifications and refreshes the catalog.
+#[derive(Clone)]
+struct SessionHandler {
+    server: String,
+    catalog: Arc<RwLock<Catalog>>,
+    events: broadcast::Sender<SessionEvent>,
+    request_timeout: Duration,
+}
+
+impl SessionHandler {
+    fn refresh_in_background(&self, kind: ListKind, peer: rmcp::Peer<RoleClient>) {
+        let handler = self.clone();
+        tokio::spawn(async move {
+            let result = tokio::time::timeout(
+                handler.request_timeout,
+                fetch_into(&peer, &handler.catalog, kind),
+            )
+            .await;
+            match result {
+                Ok(Ok(())) => {
+                    let _ = handler.events.send(SessionEvent::ListRefreshed {
+                        server: handler.server.clone(),
+                        list: kind,
+                    });
+                }
+                Ok(Err(err)) => {
+                    tracing::warn!(server = %handler.server, "re-listing {kind:?} after list_changed failed: {err}")
+                }
+                Err(_) => {
+                    tracing::warn!(server = %handler.server, "re-listing {kind:?} after list_changed timed out")
+                }
+            }
+        });
+    }
+}
+
+impl ClientHandler for SessionHandler {
+    fn get_info(&self) -> InitializeRequestParams {
+        // rmcp defaults to 2026-07-28, which has no `initialize` handshake; offer the newest
+        // version that has one, and let the server answer with the one it speaks.
+        InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("rkmcp", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.refresh_in_background(ListKind::Tools, context.peer);
+    }
+
+    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.refresh_in_background(ListKind::Resources, context.peer.clone());
+        self.refresh_in_background(ListKind::ResourceTemplates, context.peer);
+    }
+
+    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.refresh_in_background(ListKind::Prompts, context.peer);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        tracing::debug!(server = %self.server, level = ?params.level, "server log: {}", params.data);
+        let _ = self.events.send(SessionEvent::Log {
+            server: self.server.clone(),
+            level: params.level,
+            logger: params.logger,
+            data: params.data,
+        });
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(SessionEvent::Progress {
+            server: self.server.clone(),
+            params,
+        });
+    }
+}
+
+/// Fetches one list with full pagination and stores it in the catalog.
+async fn fetch_into(
+    peer: &rmcp::Peer<RoleClient>,
+    catalog: &RwLock<Catalog>,
+    kind: ListKind,
+) -> Result<(), rmcp::ServiceError> {
+    match kind {
+        ListKind::Tools => {
+            let tools = Arc::new(peer.list_all_tools().await?);
+            update(catalog, |c| c.tools = tools);
+        }
+        ListKind::Resources => {
+            let resources = Arc::new(peer.list_all_resources().await?);
+            update(catalog, |c| c.resources = resources);
+        }
+        ListKind::ResourceTemplates => {
+            let templates = Arc::new(peer.list_all_resource_templates().await?);
+            update(catalog, |c| c.resource_templates = templates);
+        }
+        ListKind::Prompts => {
+            let prompts = Arc::new(peer.list_all_prompts().await?);
+            update(catalog, |c| c.prompts = prompts);
+        }
+    }
+    Ok(())
+}
+
+fn update(catalog: &RwLock<Catalog>, f: impl FnOnce(&mut Catalog)) {
+    // A poisoned lock only means a panic elsewhere mid-update; the data is still a valid list.
+    let mut guard = catalog.write().unwrap_or_else(|e| e.into_inner());
+    f(&mut guard);
+    guard.generation += 1;
+}
+
+/// A connected, initialized server.
+pub struct Session {
+    pub config: ServerConfig,
+    service: RunningService<RoleClient, SessionHandler>,
+    catalog: Arc<RwLock<Catalog>>,
+    events: broadcast::Sender<SessionEvent>,
+    /// How long connect + initialize + first listing took.
+    pub startup: Duration,
+    /// The stderr log of a stdio server.
+    pub log_path: Option<PathBuf>,
+}
+
+impl Session {
+    /// Connects, initializes and fetches every list the server offers.
+    pub async fn connect(config: &ServerConfig, log_dir: &Path) -> Result<Session, SessionError> {
+        let started = Instant::now();
+        let name = config.name.clone();
+        let (events, _) = broadcast::channel(256);
+        let catalog = Arc::new(RwLock::new(Catalog::default()));
+        let handler = SessionHandler {
+            server: name.clone(),
+            catalog: catalog.clone(),
+            events: events.clone(),
+            request_timeout: config.request_timeout,
+        };
+        let start_err = |message: String| SessionError::Start {
+            server: name.clone(),
+            message,
+        };
+        let mut log_path = None;
+        let connecting = async {
+            match &config.transport {
+                TransportKind::Stdio => {
+                    let spawned = super::child::spawn(config, log_dir).map_err(|e| {
+                        start_err(format!(
+                            "cannot start `{}`: {e}{}",
+                            config.command.as_deref().unwrap_or_default(),
+                            if e.kind() == std::io::ErrorKind::NotFound {
+                                " (is it installed and on PATH?)"
+                            } else {
+                                ""
+                            }
+                        ))
+                    })?;
+                    log_path = Some(spawned.log_path.clone());
+                    let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
+                    handler
+                        .clone()
+                        .serve(spawned.transport)
+                        .await
+                        .map_err(|e| start_err(format!("initialize failed: {e}{log_hint}")))
+                }
+                TransportKind::Http => {
+                    let transport = super::http::streamable_http(config).map_err(&start_err)?;
+                    handler
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|e| start_err(format!("initialize failed: {e}")))
+                }
+                TransportKind::Sse => Err(SessionError::Unsupported {
+                    server: name.clone(),
+                    transport: "sse".into(),
+                    hint: " (the legacy HTTP+SSE transport; most servers also speak streamable HTTP: try `transport = \"http\"` with their /mcp URL)".into(),
+                }),
+                TransportKind::Plugin(plugin) => Err(SessionError::Unsupported {
+                    server: name.clone(),
+                    transport: format!("plugin:{plugin}"),
+                    hint: String::new(),
+                }),
+            }
+        };
+        let service = tokio::time::timeout(config.connect_timeout, connecting)
+            .await
+            .map_err(|_| SessionError::Timeout {
+                server: name.clone(),
+                what: "connecting and initializing".into(),
+                timeout: config.connect_timeout,
+            })??;
+        let session = Session {
+            config: config.clone(),
+            service,
+            catalog,
+            events,
+            startup: Duration::ZERO,
+            log_path,
+        };
+        session.refresh_all().await?;
+        Ok(Session {
+            startup: started.elapsed(),
+            ..session
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// What the server said about itself in `initialize`.
+    pub fn server_info(&self) -> Option<Arc<ServerPeerInfo>> {
+        self.service.peer_info()
+    }
+
+    pub fn catalog(&self) -> Catalog {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        self.events.subscribe()
+    }
+
+    /// Re-fetches every list the server advertises, concurrently.
+    pub async fn refresh_all(&self) -> Result<(), SessionError> {
+        let caps = self
+            .server_info()
+            .map(|i| i.capabilities.clone())
+            .unwrap_or_default();
+        let mut kinds = Vec::new();
+        if caps.tools.is_some() {
+            kinds.push(ListKind::Tools);
+        }
+        if caps.resources.is_some() {
+            kinds.push(ListKind::Resources);
+            kinds.push(ListKind::ResourceTemplates);
+        }
+        if caps.prompts.is_some() {
+            kinds.push(ListKind::Prompts);
+        }
+        let fetches = kinds.into_iter().map(|kind| async move {
+            self.timed(format!("listing {kind:?}").to_lowercase(), async {
+                fetch_into(self.peer(), &self.catalog, kind).await
+            })
+            .await
+        });
+        futures::future::try_join_all(fetches).await?;
+        Ok(())
+    }
+
+    /// Runs a request with this server's request timeout, naming it in errors. A timed-out
+    /// request is dropped, which makes rmcp send `notifications/cancelled` for it.
+    async fn timed<T>(
+        &self,
+        what: String,
+        fut: impl Future<Output = Result<T, rmcp::ServiceError>>,
+    ) -> Result<T, SessionError> {
+        match tokio::time::timeout(self.config.request_timeout, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(err)) => Err(SessionError::Request {
+                server: self.config.name.clone(),
+                what,
+                message: describe_service_error(&err),
+            }),
+            Err(_) => Err(SessionError::Timeout {
+                server: self.config.name.clone(),
+                what,
+                timeout: self.config.request_timeout,
+            }),
+        }
+    }
+
+    /// `tools/call` with the server's own tool name.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<CallToolResult, SessionError> {
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        self.timed(format!("calling tool `{tool}`"), self.peer().call_tool(params))
+            .await
+    }
+
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
+        self.timed(
+            format!("reading resource `{uri}`"),
+            self.peer()
+                .read_resource(ReadResourceRequestParams::new(uri.to_string())),
+        )
+        .await
+    }
+
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<GetPromptResult, SessionError> {
+        let mut params = GetPromptRequestParams::new(name.to_string());
+        params.arguments = arguments;
+        self.timed(format!("getting prompt `{name}`"), self.peer().get_prompt(params))
+            .await
+    }
+
+    /// `completion/complete` for a prompt argument (`reference` = prompt name) or a resource
+    /// template argument (`reference` = template URI).
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, SessionError> {
+        self.timed("completion".into(), self.peer().complete(params))
+            .await
+    }
+
+    #[allow(deprecated)] // logging/setLevel is deprecated by SEP-2577 but current servers use it.
+    pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), SessionError> {
+        self.timed(
+            "setting the log level".into(),
+            self.peer()
+                .set_level(rmcp::model::SetLevelRequestParams::new(level)),
+        )
+        .await
+    }
+
+    /// Round trip of a `ping`.
+    pub async fn ping(&self) -> Result<Duration, SessionError> {
+        let started = Instant::now();
+        self.timed("ping".into(), async {
+            self.peer()
+                .send_request(ClientRequest::PingRequest(PingRequest::default()))
+                .await
+                .map(|_| ())
+        })
+        .await?;
+        Ok(started.elapsed())
+    }
+
+    /// Closes the session; for stdio servers this runs the spec's shutdown sequence.
+    pub async fn shutdown(self) {
+        let name = self.config.name.clone();
+        let mut service = self.service;
+        if let Err(err) = service
+            .close_with_timeout(Duration::from_secs(10))
+            .await
+        {
+            tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
+        }
+    }
+}
+
+/// rmcp's error text for an MCP error is its Debug form; show code and message instead.
+fn describe_service_error(err: &rmcp::ServiceError) -> String {
+    match err {
+        rmcp::ServiceError::McpError(data) => {
+            format!("{} (JSON-RPC error {})", data.message, data.code.0)
+        }
+        other => other.to_string(),
+    }
+}
