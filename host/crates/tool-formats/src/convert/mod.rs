@@ -1,1 +1,459 @@
-//! Converters: tool definitions to prompt sections, RKLLM JSON and grammars; tool results to text.
+//! Converters: MCP tool definitions to prompt sections, RKLLM function-tool JSON, JSON Schema and
+//! llama.cpp GBNF grammars; MCP tool results to text in each format.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::ToolFormat;
+
+mod gbnf;
+mod result;
+
+pub use gbnf::{gbnf_grammar, json_schema_for_calls};
+pub use result::{
+    CallToolResultLike, ContentItem, DEFAULT_RESULT_LIMIT, EmbeddedResource, ResultOptions,
+    format_tool_result, format_tool_result_with,
+};
+
+/// A tool as MCP's `tools/list` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDef {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default = "empty_object_schema")]
+    pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+}
+
+fn empty_object_schema() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+/// How the tool list is presented in the system prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PromptStyle {
+    /// Hermes/Qwen: `<tools>` block of OpenAI-style JSON function specs plus `<tool_call>` instructions.
+    Hermes,
+    /// Llama 3.1: JSON function specs and the `{"name", "parameters"}` reply instruction.
+    Llama3,
+    /// A Markdown list with `[TOOL_CALL]` instructions.
+    Markdown,
+    /// One-line signatures `get_weather(city: string) — desc` for small context windows.
+    Compact,
+}
+
+impl PromptStyle {
+    pub const ALL: &'static [PromptStyle] = &[
+        PromptStyle::Hermes,
+        PromptStyle::Llama3,
+        PromptStyle::Markdown,
+        PromptStyle::Compact,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptStyle::Hermes => "hermes",
+            PromptStyle::Llama3 => "llama3",
+            PromptStyle::Markdown => "markdown",
+            PromptStyle::Compact => "compact",
+        }
+    }
+
+    /// The call format a style's built-in instructions teach.
+    pub fn native_format(self) -> ToolFormat {
+        match self {
+            PromptStyle::Hermes => ToolFormat::Hermes,
+            PromptStyle::Llama3 => ToolFormat::Llama3,
+            PromptStyle::Markdown | PromptStyle::Compact => ToolFormat::ToolCallJson,
+        }
+    }
+}
+
+impl fmt::Display for PromptStyle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for PromptStyle {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let want = s.trim().to_ascii_lowercase();
+        PromptStyle::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == want)
+            .ok_or_else(|| {
+                format!("unknown prompt style `{s}` (known: hermes, llama3, markdown, compact)")
+            })
+    }
+}
+
+impl ToolFormat {
+    /// The prompt style that suits models using this format.
+    pub fn default_prompt_style(self) -> PromptStyle {
+        match self {
+            ToolFormat::Hermes | ToolFormat::Qwen3Coder => PromptStyle::Hermes,
+            ToolFormat::Llama3 => PromptStyle::Llama3,
+            ToolFormat::ToolCallJson => PromptStyle::Markdown,
+            _ => PromptStyle::Markdown,
+        }
+    }
+}
+
+/// OpenAI-style function spec of one tool (what chat templates and RKLLM expect).
+pub fn openai_function(tool: &ToolDef) -> Value {
+    let mut f = Map::new();
+    f.insert("name".into(), Value::String(tool.name.clone()));
+    if let Some(d) = &tool.description {
+        f.insert("description".into(), Value::String(d.clone()));
+    }
+    f.insert("parameters".into(), tool.input_schema.clone());
+    json!({"type": "function", "function": Value::Object(f)})
+}
+
+/// `[{"type":"function","function":{name,description,parameters}}, …]` for
+/// `rkllm_set_function_tools`.
+pub fn rkllm_function_tools_json(tools: &[ToolDef]) -> String {
+    Value::Array(tools.iter().map(openai_function).collect()).to_string()
+}
+
+/// A plausible argument value for a schema, used in syntax examples.
+fn example_value(schema: &Value) -> Value {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+    {
+        return first.clone();
+    }
+    if let Some(c) = schema.get("const") {
+        return c.clone();
+    }
+    let ty = match schema.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("string"),
+        _ => "string",
+    };
+    match ty {
+        "integer" => json!(1),
+        "number" => json!(1.5),
+        "boolean" => json!(true),
+        "array" => json!([]),
+        "object" => example_args(schema),
+        "null" => Value::Null,
+        _ => json!("…"),
+    }
+}
+
+/// Example arguments: the required properties (or the first property) with placeholder values.
+fn example_args(schema: &Value) -> Value {
+    let mut out = Map::new();
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(props) = props {
+        for (k, v) in props {
+            if required.contains(&k.as_str()) {
+                out.insert(k.clone(), example_value(v));
+            }
+        }
+        if out.is_empty()
+            && let Some((k, v)) = props.iter().next()
+        {
+            out.insert(k.clone(), example_value(v));
+        }
+    }
+    Value::Object(out)
+}
+
+fn py_literal(v: &Value) -> String {
+    match v {
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Null => "None".into(),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(py_literal).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn xml_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// An exact example call of `name` with `args` in `format`.
+pub fn example_call(format: ToolFormat, name: &str, args: &Value) -> String {
+    let obj = args.as_object().cloned().unwrap_or_default();
+    let call = json!({"name": name, "arguments": args});
+    match format {
+        ToolFormat::ToolCallJson => format!("[TOOL_CALL]{call}[END_TOOL_CALL]"),
+        ToolFormat::ToolCallXml => {
+            let a: String = obj
+                .iter()
+                .map(|(k, v)| format!("<argument name=\"{k}\">{}</argument>", xml_text(v)))
+                .collect();
+            format!("<tool_call name=\"{name}\">{a}</tool_call>")
+        }
+        ToolFormat::Hermes => format!("<tool_call>\n{call}\n</tool_call>"),
+        ToolFormat::Qwen3Coder => {
+            let a: String = obj
+                .iter()
+                .map(|(k, v)| format!("<parameter={k}>\n{}\n</parameter>\n", xml_text(v)))
+                .collect();
+            format!("<tool_call>\n<function={name}>\n{a}</function>\n</tool_call>")
+        }
+        ToolFormat::Llama3 => json!({"name": name, "parameters": args}).to_string(),
+        ToolFormat::Mistral => format!("[TOOL_CALLS][{call}]"),
+        ToolFormat::Pythonic | ToolFormat::Gemma => {
+            let a: Vec<String> = obj
+                .iter()
+                .map(|(k, v)| format!("{k}={}", py_literal(v)))
+                .collect();
+            let c = format!("{name}({})", a.join(", "));
+            if format == ToolFormat::Gemma {
+                format!("```tool_code\n{c}\n```")
+            } else {
+                format!("[{c}]")
+            }
+        }
+        ToolFormat::Deepseek => format!(
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{args}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+        ),
+        ToolFormat::Harmony => {
+            format!(
+                "<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{args}<|call|>"
+            )
+        }
+        ToolFormat::Granite => format!("<|tool_call|>[{call}]"),
+        ToolFormat::PlainJson => call.to_string(),
+    }
+}
+
+/// Instructions that tell the model the exact call syntax of `format`, with an example built from
+/// the first tool's schema.
+pub fn call_instructions(format: ToolFormat, tools: &[ToolDef]) -> String {
+    let (name, args) = match tools.first() {
+        Some(t) => (t.name.as_str(), example_args(&t.input_schema)),
+        None => ("tool_name", json!({"argument": "value"})),
+    };
+    let example = example_call(format, name, &args);
+    let how = match format {
+        ToolFormat::ToolCallJson => {
+            "To call a tool, write a JSON object with the tool name and its arguments between [TOOL_CALL] and [END_TOOL_CALL]"
+        }
+        ToolFormat::ToolCallXml => {
+            "To call a tool, write a <tool_call name=\"…\"> element with one <argument name=\"…\"> element per argument"
+        }
+        ToolFormat::Hermes => {
+            "For each function call, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags"
+        }
+        ToolFormat::Qwen3Coder => {
+            "To call a function, write <tool_call><function=NAME> with one <parameter=NAME> element per argument"
+        }
+        ToolFormat::Llama3 => {
+            "To call a function, respond only with a JSON object {\"name\": function name, \"parameters\": dictionary of argument name and its value}. Do not use variables"
+        }
+        ToolFormat::Mistral => "To call tools, write [TOOL_CALLS] followed by a JSON list of calls",
+        ToolFormat::Pythonic => {
+            "To call functions, respond only with a Python list of calls with keyword arguments: [func_name1(param=value), func_name2(param=value)]"
+        }
+        ToolFormat::Gemma => {
+            "To call a function, write the Python call with keyword arguments in a ```tool_code block"
+        }
+        ToolFormat::Deepseek => {
+            "To call a function, use the tool-call markers with the arguments as a JSON block"
+        }
+        ToolFormat::Harmony => {
+            "To call a function, send a commentary message to=functions.NAME with JSON arguments"
+        }
+        ToolFormat::Granite => {
+            "To call tools, write <|tool_call|> followed by a JSON list of calls"
+        }
+        ToolFormat::PlainJson => {
+            "To call a tool, respond only with a JSON object {\"name\": tool name, \"arguments\": object}, or a JSON list of them"
+        }
+    };
+    format!(
+        "{how}, exactly like this:\n{example}\nAfter a call, stop and wait for the result. If no tool is needed, answer normally without any call syntax."
+    )
+}
+
+/// Short type of a schema for signatures: `string`, `integer`, `"a"|"b"`, `array<string>`.
+fn short_type(schema: &Value) -> String {
+    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
+        return e
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("|");
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "array" => match schema.get("items") {
+            Some(items) => format!("array<{}>", short_type(items)),
+            None => "array".into(),
+        },
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if schema.get("anyOf").is_some() || schema.get("oneOf").is_some() => "any".into(),
+        _ => "any".into(),
+    }
+}
+
+fn properties(schema: &Value) -> (Vec<(String, Value)>, Vec<String>) {
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    (props, required)
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `get_weather(city: string, days?: integer) — Get the forecast`
+pub fn compact_signature(tool: &ToolDef) -> String {
+    let (props, required) = properties(&tool.input_schema);
+    let params: Vec<String> = props
+        .iter()
+        .map(|(k, v)| {
+            let opt = if required.contains(k) { "" } else { "?" };
+            format!("{k}{opt}: {}", short_type(v))
+        })
+        .collect();
+    let mut s = format!("{}({})", tool.name, params.join(", "));
+    if let Some(d) = tool
+        .description
+        .as_deref()
+        .map(one_line)
+        .filter(|d| !d.is_empty())
+    {
+        s.push_str(" — ");
+        s.push_str(&d);
+    }
+    s
+}
+
+/// The tool list alone, in `style`.
+pub fn render_tool_list(style: PromptStyle, tools: &[ToolDef]) -> String {
+    match style {
+        PromptStyle::Hermes => {
+            let lines: Vec<String> = tools
+                .iter()
+                .map(|t| openai_function(t).to_string())
+                .collect();
+            format!(
+                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{}\n</tools>",
+                lines.join("\n")
+            )
+        }
+        PromptStyle::Llama3 => {
+            let specs: Vec<String> = tools
+                .iter()
+                .map(|t| serde_json::to_string_pretty(&openai_function(t)).unwrap_or_default())
+                .collect();
+            format!(
+                "Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\n{}",
+                specs.join("\n\n")
+            )
+        }
+        PromptStyle::Markdown => {
+            let mut s = String::from("## Available tools\n");
+            for t in tools {
+                s.push_str(&format!("\n- **{}**", t.name));
+                if let Some(d) = t
+                    .description
+                    .as_deref()
+                    .map(one_line)
+                    .filter(|d| !d.is_empty())
+                {
+                    s.push_str(&format!(": {d}"));
+                }
+                let (props, required) = properties(&t.input_schema);
+                for (k, v) in props {
+                    let req = if required.contains(&k) {
+                        ", required"
+                    } else {
+                        ""
+                    };
+                    s.push_str(&format!("\n  - `{k}` ({}{req})", short_type(&v)));
+                    if let Some(d) = v.get("description").and_then(Value::as_str).map(one_line) {
+                        s.push_str(&format!(": {d}"));
+                    }
+                }
+            }
+            s
+        }
+        PromptStyle::Compact => {
+            let lines: Vec<String> = tools.iter().map(compact_signature).collect();
+            format!("Tools:\n{}", lines.join("\n"))
+        }
+    }
+}
+
+/// The tool section of a system prompt: the list in `style` plus instructions for the style's
+/// native call format.
+pub fn render_tool_section(style: PromptStyle, tools: &[ToolDef]) -> String {
+    render_tool_section_for(style, style.native_format(), tools)
+}
+
+/// The list in `style` with instructions for any call `format` (e.g. a compact list for a
+/// Hermes model on a small context window).
+pub fn render_tool_section_for(
+    style: PromptStyle,
+    format: ToolFormat,
+    tools: &[ToolDef],
+) -> String {
+    let heading = if style == PromptStyle::Hermes {
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    } else {
+        ""
+    };
+    format!(
+        "{heading}{}\n\n{}",
+        render_tool_list(style, tools),
+        call_instructions(format, tools)
+    )
+}
+
+/// The tool section for a model using `format`, in that format's default style.
+pub fn render_prompt_for_format(format: ToolFormat, tools: &[ToolDef]) -> String {
+    render_tool_section_for(format.default_prompt_style(), format, tools)
+}
+
+#[cfg(test)]
+mod tests;
