@@ -27,6 +27,8 @@ const TEMPLATE_MARKERS: &[(&str, ToolFormat)] = &[
 /// specific first.
 const NAME_MARKERS: &[(&str, ToolFormat)] = &[
     ("qwen3coder", ToolFormat::Qwen3Coder),
+    // Qwen3.5 was trained on the Qwen3-Coder XML form.
+    ("qwen35", ToolFormat::Qwen3Coder),
     ("gptoss", ToolFormat::Harmony),
     ("deepseek", ToolFormat::Deepseek),
     ("granite", ToolFormat::Granite),
@@ -37,12 +39,13 @@ const NAME_MARKERS: &[(&str, ToolFormat)] = &[
     ("devstral", ToolFormat::Mistral),
     ("codestral", ToolFormat::Mistral),
     ("gemma", ToolFormat::Gemma),
+    // Hermes fine-tunes of Llama use Hermes calls.
+    ("hermes", ToolFormat::Hermes),
     ("llama4", ToolFormat::Pythonic),
     ("llama32", ToolFormat::Llama3),
     ("llama31", ToolFormat::Llama3),
     ("llama33", ToolFormat::Llama3),
     ("llama3", ToolFormat::Llama3),
-    ("hermes", ToolFormat::Hermes),
     ("qwen", ToolFormat::Hermes),
     ("qwq", ToolFormat::Hermes),
     ("smollm3", ToolFormat::Hermes),
@@ -79,6 +82,9 @@ pub(crate) fn guess(chat_template: Option<&str>, model_name: Option<&str>) -> To
         if t.contains("<|start_header_id|>") {
             return ToolFormat::Llama3;
         }
+        if t.contains("<|start_of_role|>") {
+            return ToolFormat::Granite;
+        }
         if t.contains("<start_of_turn>") {
             return ToolFormat::Gemma;
         }
@@ -87,4 +93,102 @@ pub(crate) fn guess(chat_template: Option<&str>, model_name: Option<&str>) -> To
         }
     }
     ToolFormat::ToolCallJson
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ToolFormat::*;
+
+    // Fragments of real chat templates (the parts that decide the format).
+    const QWEN25: &str = r##"{{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+{%- for tool in tools %}{{- "\n" }}{{- tool | tojson }}{%- endfor %}
+{{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}"##;
+    const QWEN3_CODER: &str = r##"{{- "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n</function>\n</tool_call>" }}"##;
+    const LLAMA31: &str = r##"{{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
+{%- if builtin_tools is defined or tools is not none %}{{- "Environment: ipython\n" }}{%- endif %}
+{{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
+{{- "<|python_tag|>" + tool_call.name + ".call(" }}"##;
+    const LLAMA31_NO_TAG: &str = r##"<|start_header_id|>user<|end_header_id|>
+Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}. Do not use variables."##;
+    const MISTRAL_SMALL: &str = r##"{{- "[AVAILABLE_TOOLS] [" }}{%- for tool in tools %}{%- set tool = tool.function %}{%- endfor %}
+{{- "[TOOL_CALLS] [" }}{%- for tool_call in tool_calls %}{%- set out = tool_call.function|tojson %}{{- out[:-1] }}{%- endfor %}
+{{- '[TOOL_RESULTS] {"content": ' + content|string + ", " }}"##;
+    const DEEPSEEK_V31: &str = r##"{{'<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>'+ tool['function']['name'] + '<｜tool▁sep｜>' + tool['function']['arguments'] + '<｜tool▁call▁end｜>'}}{{'<｜tool▁calls▁end｜><｜end▁of▁sentence｜>'}}"##;
+    const GPT_OSS: &str = r##"{{- "<|start|>assistant to=" }}{{- "functions." + tool_call.name + "<|channel|>commentary " }}{{- (tool_call.content_type if tool_call.content_type is defined else "json") + "<|message|>" }}{{- "<|call|>" }}"##;
+    const GRANITE3: &str = r##"{%- if tools %}
+    {{- '<|start_of_role|>available_tools<|end_of_role|>\n' }}
+    {%- for tool in tools %}{{- tool | tojson(indent=4) }}{%- endfor %}
+    {{- '<|end_of_text|>\n' }}
+{%- endif %}
+{{- '<|start_of_role|>assistant<|end_of_role|><|tool_call|>' + message['tool_calls'] | tojson }}"##;
+    const GRANITE_NO_CALL_MARKER: &str =
+        r##"{{- '<|start_of_role|>available_tools<|end_of_role|>\n' }}"##;
+    const GEMMA3: &str = r##"{{ bos_token }}{%- for message in loop_messages -%}{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}{%- endfor -%}{%- if add_generation_prompt -%}{{'<start_of_turn>model\n'}}{%- endif -%}"##;
+    const SMOLLM2: &str = r##"{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"##;
+    const LLAMA32_PYTHONIC: &str = r##"{{- "You are an expert in composing functions. You are given a question and a set of possible functions.\nIf you decide to invoke any of the function(s), you MUST put it in the format of [func_name1(params_name1=params_value1, params_name2=params_value2...), func_name2(params)]\n" }}"##;
+    const LLAMA4: &str = r##"{{- '<|header_start|>assistant<|header_end|>\n\n' -}}{%- if message.tool_calls -%}{{- "<|python_start|>" }}{{- "[" + tool_call.function.name + "(" }}{{- "<|python_end|>" }}{%- endif -%}"##;
+    const SEED_MARKDOWN: &str = r##"To call a tool, reply with [TOOL_CALL]{"name": "tool", "arguments": {}}[END_TOOL_CALL]"##;
+
+    #[test]
+    fn guesses_from_real_template_fragments() {
+        let cases: &[(&str, &str, ToolFormat)] = &[
+            ("qwen2.5", QWEN25, Hermes),
+            ("qwen3-coder", QWEN3_CODER, Qwen3Coder),
+            ("llama3.1", LLAMA31, Llama3),
+            ("llama3.1 without tag", LLAMA31_NO_TAG, Llama3),
+            ("mistral small 3.1", MISTRAL_SMALL, Mistral),
+            ("deepseek v3.1", DEEPSEEK_V31, Deepseek),
+            ("gpt-oss", GPT_OSS, Harmony),
+            ("granite 3", GRANITE3, Granite),
+            ("granite 3 family only", GRANITE_NO_CALL_MARKER, Granite),
+            ("gemma 3", GEMMA3, Gemma),
+            ("smollm2 chatml", SMOLLM2, Hermes),
+            ("llama 3.2 pythonic", LLAMA32_PYTHONIC, Pythonic),
+            ("llama 4", LLAMA4, Pythonic),
+            ("seed markdown", SEED_MARKDOWN, ToolCallJson),
+        ];
+        for (what, tmpl, want) in cases {
+            assert_eq!(guess(Some(tmpl), None), *want, "{what}");
+        }
+    }
+
+    #[test]
+    fn template_markers_beat_model_names() {
+        assert_eq!(guess(Some(QWEN3_CODER), Some("Llama-3.1-8B")), Qwen3Coder);
+        // A bare ChatML template is only a family hint: a known model name wins over it.
+        assert_eq!(
+            guess(Some(SMOLLM2), Some("Mistral-7B-Instruct-v0.3")),
+            Mistral
+        );
+    }
+
+    #[test]
+    fn guesses_from_model_names() {
+        let cases: &[(&str, ToolFormat)] = &[
+            ("Qwen2.5-1.5B-Instruct", Hermes),
+            ("qwen3-0.6b-w8a8.rkllm", Hermes),
+            ("Qwen3-Coder-30B-A3B-Instruct-Q4_K_M.gguf", Qwen3Coder),
+            ("Qwen3.5-4B", Qwen3Coder),
+            ("Meta-Llama-3.1-8B-Instruct", Llama3),
+            ("Llama-3.2-1B-Instruct-Q4_K_M.gguf", Llama3),
+            ("Llama-4-Scout-17B-16E", Pythonic),
+            ("Mistral-7B-Instruct-v0.3", Mistral),
+            ("Ministral-8B-Instruct-2410", Mistral),
+            ("gemma-3-1b-it", Gemma),
+            ("DeepSeek-R1-Distill-Qwen-1.5B", Deepseek),
+            ("gpt-oss-20b", Harmony),
+            ("granite-3.1-2b-instruct", Granite),
+            ("Hermes-3-Llama-3.2-3B", Hermes),
+            ("SmolLM2-135M-Instruct.Q4_1.gguf", ToolCallJson),
+        ];
+        for (name, want) in cases {
+            assert_eq!(guess(None, Some(name)), *want, "{name}");
+        }
+        assert_eq!(guess(None, None), ToolCallJson);
+        assert_eq!(
+            guess(Some("{{ messages }}"), Some("unknown-model")),
+            ToolCallJson
+        );
+    }
 }

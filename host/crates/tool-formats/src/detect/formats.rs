@@ -217,7 +217,26 @@ fn qwen_one(raw: &str, s: &str) -> Parsed {
     if name.is_empty() {
         return Parsed::bad(raw, "<function=> without a name");
     }
-    match tag_args(&s[gt + 1..], "<parameter=", "</parameter>", |open| {
+    let params = &s[gt + 1..];
+    // Llama 3.x custom-tool prompts teach `<function=name>{"arg": …}</function>`.
+    if params.trim_start().starts_with('{') {
+        return match serde_json::from_str::<Value>(params.trim()) {
+            Ok(v @ Value::Object(_)) => Parsed::Call {
+                name: name.to_string(),
+                arguments: v,
+                id: None,
+            },
+            Ok(v) => Parsed::bad(
+                raw,
+                format!(
+                    "arguments must be a JSON object, got {}",
+                    crate::parse::kind(&v)
+                ),
+            ),
+            Err(e) => Parsed::bad(raw, format!("invalid JSON arguments: {e}")),
+        };
+    }
+    match tag_args(params, "<parameter=", "</parameter>", |open| {
         Some(open.to_string())
     }) {
         Ok(arguments) => Parsed::Call {
