@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use super::marker::{Block, End};
 use super::whole::{Verdict, WholeSpec};
 use crate::parse::{Parsed, Py, calls_from_json_value, coerce_value, looks_like_call, xml_attr};
-use crate::scan::{json_value_end, py_value_end};
+use crate::scan::{find_first, json_value_end, py_value_end};
 
 // ---------------------------------------------------------------------------------------------
 // JSON bodies (tool-call-json, hermes)
@@ -45,9 +45,49 @@ fn strip_fence(s: &str) -> &str {
     rest.strip_suffix("```").unwrap_or(rest).trim()
 }
 
+/// End of a block whose body should be JSON: the end marker, or (when the model forgets it and
+/// goes on writing) right after the JSON value once the next non-space text cannot be the marker.
+/// A marker that appears before the JSON closes wins, so the decision depends only on the text
+/// seen so far, whatever the chunking.
+fn json_or_marker_end(body: &str, markers: &[&str]) -> Option<(usize, usize)> {
+    let marker = find_first(body, markers).map(|(p, i)| (p, p + markers[i].len()));
+    let ws = lead_ws(body);
+    if !body[ws..].starts_with(['{', '[']) {
+        return marker;
+    }
+    let Some(e) = json_value_end(&body[ws..]).map(|e| ws + e) else {
+        return marker;
+    };
+    if let Some((p, _)) = marker
+        && p < e
+    {
+        return marker;
+    }
+    let after = &body[e..];
+    let rest = after.trim_start();
+    let gap = after.len() - rest.len();
+    if rest.is_empty() {
+        return None;
+    }
+    if let Some(m) = markers.iter().find(|m| rest.starts_with(**m)) {
+        return Some((e, e + gap + m.len()));
+    }
+    if markers.iter().any(|m| m.starts_with(rest)) {
+        return None;
+    }
+    Some((e, e))
+}
+
+fn tool_call_json_end(body: &str) -> Option<(usize, usize)> {
+    json_or_marker_end(body, &["[END_TOOL_CALL]", "[/TOOL_CALL]"])
+}
+
 pub(crate) static TOOL_CALL_JSON: &[Block] = &[Block {
     start: "[TOOL_CALL]",
-    end: End::Markers(&["[END_TOOL_CALL]", "[/TOOL_CALL]"]),
+    end: End::Finder {
+        find: tool_call_json_end,
+        closers: "",
+    },
     parse: json_calls,
 }];
 
@@ -59,9 +99,16 @@ fn hermes_body(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     json_calls(raw, inner, terminated)
 }
 
+fn hermes_end(body: &str) -> Option<(usize, usize)> {
+    json_or_marker_end(body, &["</tool_call>"])
+}
+
 pub(crate) static HERMES: &[Block] = &[Block {
     start: "<tool_call>",
-    end: End::Markers(&["</tool_call>"]),
+    end: End::Finder {
+        find: hermes_end,
+        closers: "",
+    },
     parse: hermes_body,
 }];
 

@@ -14,7 +14,7 @@ pub(crate) enum End {
     Markers(&'static [&'static str]),
     /// A function finds the end: returns `(inner_len, consumed_len)` measured from the end of the
     /// start marker. It is only re-run when a chunk brings one of `closers`, since the end can
-    /// only be completed by such a character.
+    /// only be completed by such a character; empty `closers` means re-run on every chunk.
     Finder {
         find: fn(&str) -> Option<(usize, usize)>,
         closers: &'static str,
@@ -87,7 +87,10 @@ impl MarkerDetector {
                         }
                         End::Finder { find, closers } => {
                             let new = &body[floor_boundary(body, scanned)..];
-                            if scanned == 0 || new.contains(|c: char| closers.contains(c)) {
+                            if scanned == 0
+                                || closers.is_empty()
+                                || new.contains(|c: char| closers.contains(c))
+                            {
                                 find(body)
                             } else {
                                 None
