@@ -103,14 +103,18 @@ fn hermes_end(body: &str) -> Option<(usize, usize)> {
     json_or_marker_end(body, &["</tool_call>"])
 }
 
-pub(crate) static HERMES: &[Block] = &[Block {
-    start: "<tool_call>",
-    end: End::Finder {
-        find: hermes_end,
-        closers: "",
+pub(crate) static HERMES: &[Block] = &[
+    Block {
+        start: "<tool_call>",
+        end: End::Finder {
+            find: hermes_end,
+            closers: "",
+        },
+        parse: hermes_body,
     },
-    parse: hermes_body,
-}];
+    FUNCTION_TAGS[0],
+    FUNCTION_TAGS[1],
+];
 
 // ---------------------------------------------------------------------------------------------
 // tool-call-xml: <tool_call name="f"><argument name="a">v</argument></tool_call>
@@ -302,17 +306,42 @@ fn qwen_bare_function(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     vec![qwen_one(raw, inner)]
 }
 
+/// `<function name="f">{…}</function>` (a Hermes-2-Pro variant); `inner` starts after `name=`.
+fn function_name_attr(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    if !terminated {
+        return vec![Parsed::bad(raw, "missing </function>")];
+    }
+    let Some(gt) = inner.find('>') else {
+        return vec![Parsed::bad(raw, "unterminated <function …> tag")];
+    };
+    let Some(name) = xml_attr(&format!("name={}", &inner[..gt]), "name") else {
+        return vec![Parsed::bad(raw, "<function> has no name=\"…\" attribute")];
+    };
+    vec![qwen_one(raw, &format!("{name}>{}", &inner[gt + 1..]))]
+}
+
+/// Function-tag forms Hermes-style and Qwen models also emit without a `<tool_call>` wrapper.
+const FUNCTION_TAGS: [Block; 2] = [
+    Block {
+        start: "<function=",
+        end: End::Markers(&["</function>"]),
+        parse: qwen_bare_function,
+    },
+    Block {
+        start: "<function name=",
+        end: End::Markers(&["</function>"]),
+        parse: function_name_attr,
+    },
+];
+
 pub(crate) static QWEN3_CODER: &[Block] = &[
     Block {
         start: "<tool_call>",
         end: End::Markers(&["</tool_call>"]),
         parse: qwen_functions,
     },
-    Block {
-        start: "<function=",
-        end: End::Markers(&["</function>"]),
-        parse: qwen_bare_function,
-    },
+    FUNCTION_TAGS[0],
+    FUNCTION_TAGS[1],
 ];
 
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ use crate::scan::{find_first, floor_boundary, held_suffix};
 /// the start marker and the end marker, `terminated` false when the response ended first.
 pub(crate) type ParseFn = fn(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed>;
 
+#[derive(Clone, Copy)]
 pub(crate) enum End {
     /// The block ends at the first of these markers (consumed with the block).
     Markers(&'static [&'static str]),
@@ -21,6 +22,7 @@ pub(crate) enum End {
     },
 }
 
+#[derive(Clone, Copy)]
 pub(crate) struct Block {
     pub start: &'static str,
     pub end: End,
