@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# rkmcp must build for aarch64-unknown-linux-gnu (Rockchip RK3588/RK3576 boards run RKLLM there).
+# The llama.cpp backend is left out of the cross build (feature `llama` off): the board uses the
+# NPU, and cross-building llama.cpp needs a C++ cross toolchain and doubles the build time.
+# Then, when qemu-user is installed, the RKLLM FFI tests (against the aarch64 TEST DOUBLE of
+# librkllmrt.so) run under emulation: the struct layouts and callbacks are checked on the real
+# target ABI.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$repo"
+target=aarch64-unknown-linux-gnu
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+start=$(date +%s)
+cargo build --release --target "$target" -p rkmcp --no-default-features
+built=$(date +%s)
+echo "60-aarch64: cross build of rkmcp took $((built - start)) s" >&2
+file "${CARGO_TARGET_DIR:-target}/$target/release/rkmcp" 2>/dev/null | grep -q "ARM aarch64" \
+  || { echo "60-aarch64: the rkmcp binary is not an aarch64 executable" >&2; exit 1; }
+if command -v qemu-aarch64 >/dev/null 2>&1; then
+  export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+  cargo test --release --target "$target" -p rkmcp-llm --no-default-features --test rkllm_ffi
+  echo "60-aarch64: RKLLM FFI tests under qemu took $(( $(date +%s) - built )) s" >&2
+else
+  echo "60-aarch64: qemu-aarch64 not installed; skipping the emulated FFI tests" >&2
+fi
