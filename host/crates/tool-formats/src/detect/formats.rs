@@ -647,10 +647,79 @@ fn json_prefix_verdict(s: &str) -> Verdict {
 }
 
 fn json_whole(value: &str) -> Result<Vec<Parsed>, Option<String>> {
-    match serde_json::from_str::<Value>(value) {
+    let text = match open_fence(value) {
+        Fence::Open { body_at } => {
+            let t = value[body_at..].trim_end();
+            t.strip_suffix("```").unwrap_or(t)
+        }
+        _ => value,
+    };
+    match serde_json::from_str::<Value>(text) {
         Ok(v) if looks_like_call(&v) => Ok(calls_from_json_value(value, &v)),
         Ok(_) => Err(None),
         Err(e) => Err(Some(format!("invalid JSON: {e}"))),
+    }
+}
+
+/// Small models often wrap a whole-message JSON call in a ```json fence.
+enum Fence {
+    /// Not fenced.
+    No,
+    /// Could still become a JSON fence opening.
+    Partial,
+    /// A fence for another language: not a call.
+    Other,
+    /// A JSON (or unlabelled) fence; the JSON starts at `body_at`.
+    Open { body_at: usize },
+}
+
+fn open_fence(s: &str) -> Fence {
+    let Some(after) = s.strip_prefix("```") else {
+        return if "```".starts_with(s) {
+            Fence::Partial
+        } else {
+            Fence::No
+        };
+    };
+    let lang_end = after.find(char::is_whitespace);
+    let lang = &after[..lang_end.unwrap_or(after.len())];
+    let lang_ok = lang.is_empty() || lang.eq_ignore_ascii_case("json");
+    match lang_end {
+        None if "json".starts_with(&lang.to_ascii_lowercase()) => Fence::Partial,
+        Some(e) if lang_ok => Fence::Open {
+            body_at: 3 + e + lead_ws(&after[e..]),
+        },
+        _ => Fence::Other,
+    }
+}
+
+fn json_fenced_verdict(s: &str) -> Verdict {
+    match open_fence(s) {
+        Fence::No => json_prefix_verdict(s),
+        Fence::Partial => Verdict::Maybe,
+        Fence::Other => Verdict::No,
+        Fence::Open { body_at } if body_at == s.len() => Verdict::Maybe,
+        Fence::Open { body_at } => json_prefix_verdict(&s[body_at..]),
+    }
+}
+
+/// End of a whole-message JSON value, including a closing fence when it was fenced.
+fn json_fenced_end(s: &str, eof: bool) -> Option<usize> {
+    match open_fence(s) {
+        Fence::No => json_value_end(s),
+        Fence::Partial | Fence::Other => None,
+        Fence::Open { body_at } => {
+            let e = body_at + json_value_end(&s[body_at..])?;
+            let after = &s[e..];
+            let rest = after.trim_start();
+            if rest.starts_with("```") {
+                Some(e + (after.len() - rest.len()) + 3)
+            } else if "```".starts_with(rest) && !eof {
+                None
+            } else {
+                Some(e)
+            }
+        }
     }
 }
 
@@ -704,9 +773,9 @@ fn llama_tag_body(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
 }
 
 pub(crate) static LLAMA3: WholeSpec = WholeSpec {
-    triggers: &['{', '['],
-    value_end: json_value_end,
-    verdict: json_prefix_verdict,
+    triggers: &['{', '[', '`'],
+    value_end: json_fenced_end,
+    verdict: json_fenced_verdict,
     parse: json_whole,
     separators: ";",
     tags: &[Block {
@@ -717,9 +786,9 @@ pub(crate) static LLAMA3: WholeSpec = WholeSpec {
 };
 
 pub(crate) static PLAIN_JSON: WholeSpec = WholeSpec {
-    triggers: &['{', '['],
-    value_end: json_value_end,
-    verdict: json_prefix_verdict,
+    triggers: &['{', '[', '`'],
+    value_end: json_fenced_end,
+    verdict: json_fenced_verdict,
     parse: json_whole,
     separators: "",
     tags: &[],
@@ -787,7 +856,7 @@ fn py_tag_body(raw: &str, inner: &str, _terminated: bool) -> Vec<Parsed> {
 
 pub(crate) static PYTHONIC: WholeSpec = WholeSpec {
     triggers: &['['],
-    value_end: py_value_end,
+    value_end: |s, _| py_value_end(s),
     verdict: py_prefix_verdict,
     parse: py_whole,
     separators: "",

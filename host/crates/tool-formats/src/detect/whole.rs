@@ -23,7 +23,8 @@ pub(crate) struct WholeSpec {
     /// First characters that may open a call value.
     pub triggers: &'static [char],
     /// Where the value opened at `s[0]` closes.
-    pub value_end: fn(&str) -> Option<usize>,
+    /// `eof`: the response ended, so optional trailing syntax (a closing fence) will not come.
+    pub value_end: fn(&str, bool) -> Option<usize>,
     pub verdict: fn(&str) -> Verdict,
     /// Parses a closed value: `Err(None)` = not a call (show as text), `Err(Some(e))` = parse error.
     pub parse: fn(&str) -> Result<Vec<Parsed>, Option<String>>,
@@ -102,7 +103,7 @@ impl WholeDetector {
                         self.state = State::Pass;
                         continue;
                     }
-                    if let Some(e) = (self.spec.value_end)(&self.buf) {
+                    if let Some(e) = (self.spec.value_end)(&self.buf, eof) {
                         let value = &self.buf[..e];
                         match (self.spec.parse)(value) {
                             Ok(calls) => self.ids.events(calls, &mut out),
