@@ -203,7 +203,10 @@ fn xml_text(v: &Value) -> String {
 /// An exact example call of `name` with `args` in `format`.
 pub fn example_call(format: ToolFormat, name: &str, args: &Value) -> String {
     let obj = args.as_object().cloned().unwrap_or_default();
-    let call = json!({"name": name, "arguments": args});
+    // Written by hand so `name` comes first, as in the grammars and the chat templates
+    // (serde_json would sort the keys).
+    let quoted = Value::String(name.to_string());
+    let call = format!("{{\"name\": {quoted}, \"arguments\": {args}}}");
     match format {
         ToolFormat::ToolCallJson => format!("[TOOL_CALL]{call}[END_TOOL_CALL]"),
         ToolFormat::ToolCallXml => {
@@ -221,7 +224,7 @@ pub fn example_call(format: ToolFormat, name: &str, args: &Value) -> String {
                 .collect();
             format!("<tool_call>\n<function={name}>\n{a}</function>\n</tool_call>")
         }
-        ToolFormat::Llama3 => json!({"name": name, "parameters": args}).to_string(),
+        ToolFormat::Llama3 => format!("{{\"name\": {quoted}, \"parameters\": {args}}}"),
         ToolFormat::Mistral => format!("[TOOL_CALLS][{call}]"),
         ToolFormat::Pythonic | ToolFormat::Gemma => {
             let a: Vec<String> = obj
@@ -244,7 +247,7 @@ pub fn example_call(format: ToolFormat, name: &str, args: &Value) -> String {
             )
         }
         ToolFormat::Granite => format!("<|tool_call|>[{call}]"),
-        ToolFormat::PlainJson => call.to_string(),
+        ToolFormat::PlainJson => call,
     }
 }
 

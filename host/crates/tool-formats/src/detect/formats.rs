@@ -145,6 +145,24 @@ fn xml_call(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     if !terminated && !inner[..gt].ends_with('/') {
         return vec![Parsed::bad(raw, "missing </tool_call>")];
     }
+    // Models that mix formats put a JSON object of arguments inside the element.
+    if body.trim_start().starts_with('{') {
+        return match serde_json::from_str::<Value>(body.trim()) {
+            Ok(v @ Value::Object(_)) => vec![Parsed::Call {
+                name: name.trim().to_string(),
+                arguments: v,
+                id: None,
+            }],
+            Ok(v) => vec![Parsed::bad(
+                raw,
+                format!(
+                    "arguments must be a JSON object, got {}",
+                    crate::parse::kind(&v)
+                ),
+            )],
+            Err(e) => vec![Parsed::bad(raw, format!("invalid JSON arguments: {e}"))],
+        };
+    }
     match tag_args(body, "<argument", "</argument>", |open| {
         xml_attr(open, "name")
     }) {
