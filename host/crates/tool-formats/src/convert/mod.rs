@@ -458,5 +458,72 @@ pub fn render_prompt_for_format(format: ToolFormat, tools: &[ToolDef]) -> String
     render_tool_section_for(format.default_prompt_style(), format, tools)
 }
 
+/// Everything a schema converter hands the runtime for one tool list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversion {
+    /// The system-prompt section describing the tools and the exact call syntax.
+    pub system_prompt: String,
+    /// GBNF for constrained decoding, where the format has one.
+    pub grammar: Option<String>,
+    /// JSON Schema of one call object, as text.
+    pub json_schema: Option<String>,
+}
+
+/// The prompt section (in `style`, or the format's default), grammar and call schema for `tools`.
+pub fn convert_tools(
+    format: ToolFormat,
+    style: Option<PromptStyle>,
+    tools: &[ToolDef],
+) -> Conversion {
+    let style = style.unwrap_or(format.default_prompt_style());
+    Conversion {
+        system_prompt: render_tool_section_for(style, format, tools),
+        grammar: gbnf_grammar(format, tools),
+        json_schema: (!tools.is_empty()).then(|| json_schema_for_calls(tools).to_string()),
+    }
+}
+
+/// Parses the JSON text of an MCP `tools` array (or a whole `tools/list` result), naming the
+/// offending tool on error.
+pub fn parse_tools_json(text: &str) -> Result<Vec<ToolDef>, String> {
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| format!("tools JSON is not valid JSON: {e}"))?;
+    let items = match v {
+        Value::Array(items) => items,
+        Value::Object(mut o) => match o.remove("tools") {
+            Some(Value::Array(items)) => items,
+            _ => {
+                return Err(
+                    "tools JSON: expected an array of tools or an object with a `tools` array"
+                        .into(),
+                );
+            }
+        },
+        other => {
+            return Err(format!(
+                "tools JSON: expected an array of tools, got {}",
+                crate::parse::kind(&other)
+            ));
+        }
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let name = item
+                .get("name")
+                .and_then(Value::as_str)
+                .map(|n| format!(" (`{n}`)"))
+                .unwrap_or_default();
+            serde_json::from_value::<ToolDef>(item).map_err(|e| format!("tools[{i}]{name}: {e}"))
+        })
+        .collect()
+}
+
+/// Parses the JSON text of an MCP `CallToolResult`.
+pub fn parse_tool_result_json(text: &str) -> Result<CallToolResultLike, String> {
+    serde_json::from_str(text).map_err(|e| format!("tool result JSON: {e}"))
+}
+
 #[cfg(test)]
 mod tests;

@@ -404,3 +404,44 @@ fn long_results_are_truncated_with_a_notice() {
     assert!(!short.contains("truncated"));
     assert_eq!(ResultOptions::default().max_chars, DEFAULT_RESULT_LIMIT);
 }
+
+#[test]
+fn conversion_bundle_and_input_errors() {
+    let t = tools();
+    let c = convert_tools(ToolFormat::Hermes, None, &t);
+    assert!(c.system_prompt.contains("<tools>") && c.grammar.is_some());
+    let schema: Value = serde_json::from_str(c.json_schema.as_deref().unwrap()).unwrap();
+    assert_eq!(schema["oneOf"].as_array().map(Vec::len), Some(3));
+    let c = convert_tools(ToolFormat::Gemma, Some(PromptStyle::Compact), &t);
+    assert!(c.system_prompt.starts_with("Tools:\n") && c.grammar.is_none());
+    assert_eq!(
+        convert_tools(ToolFormat::Hermes, None, &[]).json_schema,
+        None
+    );
+
+    let listed =
+        parse_tools_json(r#"{"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}"#)
+            .unwrap();
+    assert_eq!(listed[0].name, "a");
+    let err =
+        parse_tools_json(r#"[{"name": "ok"}, {"name": "bad", "description": 5}]"#).unwrap_err();
+    assert!(err.starts_with("tools[1] (`bad`):"), "{err}");
+    let err = parse_tools_json(r#"[{"description": "x"}]"#).unwrap_err();
+    assert!(err.contains("tools[0]") && err.contains("name"), "{err}");
+    assert!(
+        parse_tools_json("{")
+            .unwrap_err()
+            .contains("not valid JSON")
+    );
+    assert!(parse_tools_json("3").unwrap_err().contains("a number"));
+
+    let r =
+        parse_tool_result_json(r#"{"content": [{"type": "text", "text": "hi"}], "isError": true}"#)
+            .unwrap();
+    assert!(r.is_error);
+    assert!(
+        parse_tool_result_json(r#"{"content": 5}"#)
+            .unwrap_err()
+            .starts_with("tool result JSON:")
+    );
+}
