@@ -609,6 +609,9 @@ fn deepseek_single(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     }
 }
 
+/// DeepSeek's call tokens are special tokens: never text, even out of place.
+pub(crate) static DEEPSEEK_HIDDEN: &[&str] = &[DS_CALLS_END, DS_CALL_END, DS_SEP];
+
 pub(crate) static DEEPSEEK: &[Block] = &[
     Block {
         start: DS_CALLS_BEGIN,

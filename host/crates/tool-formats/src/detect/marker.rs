@@ -36,6 +36,7 @@ enum State {
 
 pub(crate) struct MarkerDetector {
     blocks: &'static [Block],
+    /// Block start markers, then the stray markers that are hidden from the text.
     starts: Vec<&'static str>,
     buf: String,
     state: State,
@@ -43,10 +44,17 @@ pub(crate) struct MarkerDetector {
 }
 
 impl MarkerDetector {
-    pub(crate) fn new(blocks: &'static [Block]) -> Self {
+    /// `hidden`: markers that are dropped where they appear outside a block. They are special
+    /// tokens of the model (a stray `</tool_call>` after a call whose close tag came late), never
+    /// something the user should read.
+    pub(crate) fn new(blocks: &'static [Block], hidden: &'static [&'static str]) -> Self {
         MarkerDetector {
             blocks,
-            starts: blocks.iter().map(|b| b.start).collect(),
+            starts: blocks
+                .iter()
+                .map(|b| b.start)
+                .chain(hidden.iter().copied())
+                .collect(),
             buf: String::new(),
             state: State::Text,
             ids: Ids::default(),
@@ -60,6 +68,10 @@ impl MarkerDetector {
                 State::Text => {
                     if let Some((p, bi)) = find_first(&self.buf, &self.starts) {
                         push_text(&mut out, &self.buf[..p]);
+                        if bi >= self.blocks.len() {
+                            self.buf.drain(..p + self.starts[bi].len());
+                            continue;
+                        }
                         self.buf.drain(..p);
                         self.state = State::InBlock {
                             block: bi,

@@ -12,14 +12,28 @@ mod whole;
 
 pub(crate) fn detector(format: ToolFormat) -> Box<dyn ToolCallDetector> {
     match format {
-        ToolFormat::ToolCallJson => Box::new(marker::MarkerDetector::new(formats::TOOL_CALL_JSON)),
-        ToolFormat::ToolCallXml => Box::new(marker::MarkerDetector::new(formats::TOOL_CALL_XML)),
-        ToolFormat::Hermes => Box::new(marker::MarkerDetector::new(formats::HERMES)),
-        ToolFormat::Qwen3Coder => Box::new(marker::MarkerDetector::new(formats::QWEN3_CODER)),
-        ToolFormat::Mistral => Box::new(marker::MarkerDetector::new(formats::MISTRAL)),
-        ToolFormat::Gemma => Box::new(marker::MarkerDetector::new(formats::GEMMA)),
-        ToolFormat::Deepseek => Box::new(marker::MarkerDetector::new(formats::DEEPSEEK)),
-        ToolFormat::Granite => Box::new(marker::MarkerDetector::new(formats::GRANITE)),
+        ToolFormat::ToolCallJson => Box::new(marker::MarkerDetector::new(
+            formats::TOOL_CALL_JSON,
+            &["[END_TOOL_CALL]", "[/TOOL_CALL]"],
+        )),
+        ToolFormat::ToolCallXml => {
+            Box::new(marker::MarkerDetector::new(formats::TOOL_CALL_XML, &[]))
+        }
+        ToolFormat::Hermes => Box::new(marker::MarkerDetector::new(
+            formats::HERMES,
+            &["</tool_call>"],
+        )),
+        ToolFormat::Qwen3Coder => Box::new(marker::MarkerDetector::new(
+            formats::QWEN3_CODER,
+            &["</tool_call>"],
+        )),
+        ToolFormat::Mistral => Box::new(marker::MarkerDetector::new(formats::MISTRAL, &[])),
+        ToolFormat::Gemma => Box::new(marker::MarkerDetector::new(formats::GEMMA, &[])),
+        ToolFormat::Deepseek => Box::new(marker::MarkerDetector::new(
+            formats::DEEPSEEK,
+            formats::DEEPSEEK_HIDDEN,
+        )),
+        ToolFormat::Granite => Box::new(marker::MarkerDetector::new(formats::GRANITE, &[])),
         ToolFormat::Llama3 => Box::new(whole::WholeDetector::new(&formats::LLAMA3)),
         ToolFormat::PlainJson => Box::new(whole::WholeDetector::new(&formats::PLAIN_JSON)),
         ToolFormat::Pythonic => Box::new(whole::WholeDetector::new(&formats::PYTHONIC)),
