@@ -121,10 +121,13 @@ impl ApprovalGuard for DefaultGuard {
 
 /// `allowed_roots`: a TOML array of strings (`["/srv/data", "/tmp/out"]`), or a single path.
 fn parse_roots(value: Option<&str>) -> Result<Vec<PathBuf>, String> {
+    let none = || {
+        "file writes are denied: this guard's config has no `allowed_roots` \
+         (set [plugins.grants.approval-guard-default.config] allowed_roots = [\"/some/dir\"])"
+            .to_string()
+    };
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return Err("file writes are denied: this guard's config has no `allowed_roots` \
-                    (set [plugins.grants.approval-guard-default.config] allowed_roots = [\"/some/dir\"])"
-            .to_string());
+        return Err(none());
     };
     let list: Vec<String> = if value.starts_with('[') {
         let table: toml::Table = toml::from_str(&format!("v = {value}"))
@@ -143,6 +146,9 @@ fn parse_roots(value: Option<&str>) -> Result<Vec<PathBuf>, String> {
     } else {
         vec![value.to_string()]
     };
+    if list.is_empty() {
+        return Err(none());
+    }
     list.iter()
         .map(|r| {
             let p = Path::new(r);
@@ -271,6 +277,11 @@ mod tests {
             Ok(vec![PathBuf::from("/srv/x")])
         );
         assert!(parse_roots(None).unwrap_err().contains("allowed_roots"));
+        assert!(
+            parse_roots(Some("[]"))
+                .unwrap_err()
+                .contains("allowed_roots")
+        );
         assert!(
             parse_roots(Some("[1]"))
                 .unwrap_err()
