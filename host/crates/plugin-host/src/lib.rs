@@ -1,1 +1,47 @@
-//! The WebAssembly plugin host: loads components, grants capabilities, enforces limits.
+//! The WebAssembly plugin host of rkmcp.
+//!
+//! Plugins are WebAssembly components (wasm32-wasip2) built against the WIT package
+//! `rkmcp:plugin@0.1.0` (`wit/rkmcp-plugin@0.1.0/`): streaming tool-call detectors, tool-schema
+//! converters, approval guards and MCP transports. Users drop `NAME.wasm` (and optionally a
+//! `NAME.toml` manifest) into a plugin folder; the plugin gets only what `[plugins.grants.NAME]`
+//! in rkmcp's config grants: directories, `host:port` patterns, environment variable names,
+//! memory, a per-call deadline and optionally fuel.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use rkmcp_plugin_host::{PluginHost, PluginsConfig};
+//! let host = PluginHost::new(PluginsConfig::default())?;
+//! for info in host.discover() {
+//!     println!("{} {:?} {:?}", info.name, info.kind, info.status);
+//! }
+//! let mut session = host.detector("hermes")?.start_session("").await?;
+//! let events = session.feed("<tool_call>{\"name\":\"t\",\"arguments\":{}}</tool_call>").await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Faults (trap, deadline, memory/fuel limit, oversized result) fail only the call, name the
+//! plugin, call and cause, and discard the instance; `quarantine_after` faults within
+//! `quarantine_window_s` quarantine the plugin.
+
+mod caps;
+pub mod config;
+mod engine;
+mod error;
+pub mod grants;
+mod handles;
+mod host;
+pub mod kind;
+pub mod manifest;
+mod plugin;
+mod state;
+mod v0_1_0;
+
+pub use config::{FileGrant, FileMode, Grant, PluginsConfig};
+pub use engine::CacheOutcome;
+pub use error::{FaultCause, PluginError};
+pub use handles::{
+    ApprovalGuard, ConnectionError, Conversion, Decision, Detector, DetectorEvent, DetectorSession,
+    PluginConnection, ProposedCall, SchemaConverter, ToolAnnotations, ToolCall, Transport,
+};
+pub use host::{CheckReport, GrantSummary, PluginHost, PluginInfo, PluginStatus};
+pub use kind::{PluginKind, SUPPORTED_VERSIONS};

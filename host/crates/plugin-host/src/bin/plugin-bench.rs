@@ -1,0 +1,247 @@
+//! Plugin host bench: prints per-call overhead, instantiation, cold/cached load times and the
+//! native-vs-WebAssembly throughput ratio of the same detector, in one run.
+//!
+//! Usage: `plugin-bench [DETECTOR.wasm]` (default: `$CARGO_TARGET_DIR/plugins/testplug-detector.wasm`,
+//! built by scripts/build-plugins). The native twin is the very same scanner source compiled
+//! into this binary.
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rkmcp_plugin_host::{CacheOutcome, PluginHost, PluginsConfig};
+
+#[path = "../../../../../tests/plugins/detector/src/scan.rs"]
+#[allow(dead_code)]
+mod scan;
+
+/// Figures from FACTS.md (same kind of machine), and the targets.
+const BASE_CALL_US: (f64, f64) = (1.0, 1.5);
+const BASE_INSTANTIATE_US: (f64, f64) = (14.0, 21.0);
+const BASE_CACHED_LOAD_MS: f64 = 0.2;
+const TARGET_CALL_US: f64 = 1.5;
+const TARGET_INSTANTIATE_US: f64 = 50.0;
+const TARGET_CACHED_LOAD_MS: f64 = 5.0;
+const TARGET_RATIO: f64 = 0.5;
+
+fn default_wasm() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().and_then(Path::parent).map(Path::to_path_buf))
+        })
+        .unwrap_or_else(|| PathBuf::from("target"));
+    target.join("plugins").join("testplug-detector.wasm")
+}
+
+fn config(plugins: &Path, cache: Option<&Path>) -> PluginsConfig {
+    PluginsConfig {
+        dirs: vec![plugins.to_path_buf()],
+        default_dir: false,
+        cache_dir: cache.map(Path::to_path_buf),
+        no_cache: cache.is_none(),
+        ..PluginsConfig::default()
+    }
+}
+
+/// Median over `runs` samples of the mean time of `inner` runs of `body`, in microseconds.
+macro_rules! median_us {
+    ($runs:expr, $inner:expr, $body:expr) => {{
+        let mut samples = Vec::with_capacity($runs);
+        for _ in 0..$runs {
+            let start = Instant::now();
+            for _ in 0..$inner {
+                $body;
+            }
+            samples.push(start.elapsed().as_secs_f64() * 1e6 / $inner as f64);
+        }
+        samples.sort_by(|a: &f64, b: &f64| a.total_cmp(b));
+        samples[samples.len() / 2]
+    }};
+}
+
+fn transcript(bytes: usize) -> String {
+    let prose =
+        "The model thinks about the question and writes a fairly ordinary sentence of output. ";
+    let call = "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"rockchip npu\", \"limit\": 5}}</tool_call>";
+    let mut s = String::with_capacity(bytes + 256);
+    let mut i = 0;
+    while s.len() < bytes {
+        s.push_str(prose);
+        if i % 8 == 7 {
+            s.push_str(call);
+        }
+        i += 1;
+    }
+    s
+}
+
+fn chunks(text: &str, size: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(&text[start..end]);
+        start = end;
+    }
+    out
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "meets target" } else { "MISSES target" }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let wasm = std::env::args_os()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(default_wasm);
+    anyhow::ensure!(
+        wasm.is_file(),
+        "{} not found; run scripts/build-plugins first",
+        wasm.display()
+    );
+    let plugins = tempfile::tempdir()?;
+    std::fs::copy(&wasm, plugins.path().join("bench.wasm"))?;
+    let cache = tempfile::tempdir()?;
+    println!(
+        "plugin-bench: {} ({} KiB)",
+        wasm.display(),
+        std::fs::metadata(&wasm)?.len() / 1024
+    );
+
+    // Cold load: compile (no cache), compile + store in cache, then load from the cache.
+    let start = Instant::now();
+    let host = PluginHost::new(config(plugins.path(), None))?;
+    host.detector("bench")?;
+    let no_cache_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    let host = PluginHost::new(config(plugins.path(), Some(cache.path())))?;
+    host.detector("bench")?;
+    let first_ms = start.elapsed().as_secs_f64() * 1e3;
+    let mut cached = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        let h = PluginHost::new(config(plugins.path(), Some(cache.path())))?;
+        h.detector("bench")?;
+        cached.push(start.elapsed().as_secs_f64() * 1e3);
+        let info = h.discover().remove(0);
+        anyhow::ensure!(
+            info.cache == Some(CacheOutcome::Hit),
+            "expected a cache hit, got {:?}",
+            info.cache
+        );
+    }
+    cached.sort_by(|a, b| a.total_cmp(b));
+    let cached_ms = cached[cached.len() / 2];
+    println!("\n== load (PluginHost::new + detector(), median of 5 for cached)");
+    println!("cold, no disk cache      {no_cache_ms:9.2} ms");
+    println!("cold, compile + store    {first_ms:9.2} ms");
+    println!(
+        "cached (disk cache hit)  {cached_ms:9.3} ms   baseline ~{BASE_CACHED_LOAD_MS} ms, target <= {TARGET_CACHED_LOAD_MS} ms: {}; {:.0}x faster than compiling",
+        verdict(cached_ms <= TARGET_CACHED_LOAD_MS),
+        no_cache_ms / cached_ms
+    );
+
+    // Instantiation from the pre-linked component.
+    let detector = host.detector("bench")?;
+    for _ in 0..50 {
+        detector.instantiate_only().await?;
+    }
+    let inst_us = median_us!(15, 100, detector.instantiate_only().await?);
+    let session_us = median_us!(15, 100, detector.start_session("").await?);
+    println!("\n== instantiate (fresh Store + InstancePre::instantiate_async)");
+    println!(
+        "instantiate              {inst_us:9.2} us   baseline {}-{} us, target <= {TARGET_INSTANTIATE_US} us: {} ({:.2}x baseline high)",
+        BASE_INSTANTIATE_US.0,
+        BASE_INSTANTIATE_US.1,
+        verdict(inst_us <= TARGET_INSTANTIATE_US),
+        inst_us / BASE_INSTANTIATE_US.1
+    );
+    println!("instantiate + session    {session_us:9.2} us   (what each model response pays)");
+
+    // Per-call overhead of feed with a 100-byte chunk of plain text.
+    let chunk = "x".repeat(100);
+    let mut session = detector.start_session("").await?;
+    for _ in 0..2000 {
+        session.feed_raw(&chunk).await?;
+    }
+    let mut session = detector.start_session("").await?;
+    let raw_us = median_us!(15, 2000, session.feed_raw(&chunk).await?);
+    let mut session = detector.start_session("").await?;
+    let full_us = median_us!(15, 2000, session.feed(&chunk).await?);
+    let mut native = scan::Scanner::default();
+    let mut out = Vec::new();
+    let native_us = median_us!(15, 20000, {
+        out.clear();
+        native.feed(std::hint::black_box(&chunk), &mut out);
+    });
+    println!("\n== feed(100-byte chunk), per call");
+    println!(
+        "component, bare call     {raw_us:9.3} us   baseline {}-{} us, target <= {TARGET_CALL_US} us: {} ({:.2}x baseline high)",
+        BASE_CALL_US.0,
+        BASE_CALL_US.1,
+        verdict(raw_us <= TARGET_CALL_US),
+        raw_us / BASE_CALL_US.1
+    );
+    println!(
+        "component, native events {full_us:9.3} us   (incl. conversion to rkmcp_tool_formats events)"
+    );
+    println!("native twin              {native_us:9.3} us   (the same scanner compiled natively)");
+
+    // Throughput over a 1 MB transcript, streamed in 16-byte chunks (token-sized) and 100-byte chunks.
+    let text = transcript(1 << 20);
+    println!("\n== 1 MiB transcript, native twin vs component (best of 5)");
+    for size in [16usize, 100] {
+        let parts = chunks(&text, size);
+        let mut best_native = Duration::MAX;
+        let mut native_calls = 0;
+        for _ in 0..5 {
+            let start = Instant::now();
+            let mut s = scan::Scanner::default();
+            let mut out = Vec::new();
+            for p in &parts {
+                s.feed(p, &mut out);
+            }
+            s.finish(&mut out);
+            best_native = best_native.min(start.elapsed());
+            native_calls = out
+                .iter()
+                .filter(|f| matches!(f, scan::Found::Call { .. }))
+                .count();
+        }
+        let mut best_wasm = Duration::MAX;
+        let mut wasm_calls = 0;
+        for _ in 0..5 {
+            let start = Instant::now();
+            let mut s = detector.start_session("").await?;
+            let mut events = Vec::new();
+            for p in &parts {
+                events.extend(s.feed(p).await?);
+            }
+            events.extend(s.finish().await?);
+            best_wasm = best_wasm.min(start.elapsed());
+            wasm_calls = events
+                .iter()
+                .filter(|e| matches!(e, rkmcp_plugin_host::DetectorEvent::ToolCall(_)))
+                .count();
+        }
+        anyhow::ensure!(
+            native_calls == wasm_calls,
+            "native found {native_calls} calls, component {wasm_calls}"
+        );
+        let mb = text.len() as f64 / 1e6;
+        let nat = mb / best_native.as_secs_f64();
+        let wasm = mb / best_wasm.as_secs_f64();
+        let ratio = wasm / nat;
+        println!(
+            "{size:>3}-byte chunks: native {nat:8.1} MB/s, component {wasm:8.1} MB/s, ratio {ratio:.2}x (target >= {TARGET_RATIO}x: {}), {wasm_calls} calls found by both",
+            verdict(ratio >= TARGET_RATIO)
+        );
+    }
+    Ok(())
+}

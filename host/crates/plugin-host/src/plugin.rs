@@ -1,0 +1,286 @@
+//! One loaded plugin: its compiled component, pre-linked instance, resolved grant and health.
+//! Every call goes through [`guarded!`]: arm the deadline (and fuel), run, and turn traps,
+//! deadlines and limit hits into a [`PluginError::Fault`] that also counts towards quarantine.
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wasmtime::component::Component;
+use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime_wasi::{ResourceTable, WasiCtxBuilder};
+
+use crate::caps::fs::Preopen;
+use crate::caps::net::Resolved;
+use crate::caps::stdio::{LogStream, OutputLimiter, Stream};
+use crate::caps::{env, fs, net};
+use crate::engine::{CacheOutcome, Runtime};
+use crate::error::{FaultCause, PluginError};
+use crate::grants::NetworkPolicy;
+use crate::kind::PluginKind;
+use crate::state::{Limiter, PluginState};
+use crate::v0_1_0::{approval_guard, detector, schema_converter, transport};
+
+/// Extra time the host waits beyond a call's deadline before it drops the call from outside;
+/// the epoch interrupt normally stops a running guest first, this catches a guest stuck in an
+/// (async) host call such as a socket read.
+pub const HOST_MARGIN: Duration = Duration::from_millis(250);
+
+/// A grant turned into what the host enforces.
+#[derive(Clone)]
+pub struct Settings {
+    pub preopens: Vec<Preopen>,
+    pub net: Arc<NetworkPolicy>,
+    pub env: Vec<String>,
+    pub memory: usize,
+    pub timeout: Duration,
+    pub fuel: Option<u64>,
+    pub max_output: usize,
+    pub config: Arc<BTreeMap<String, String>>,
+}
+
+pub enum KindPre {
+    Detector(detector::DetectorPluginPre<PluginState>),
+    SchemaConverter(schema_converter::SchemaConverterPluginPre<PluginState>),
+    ApprovalGuard(approval_guard::ApprovalGuardPluginPre<PluginState>),
+    Transport(transport::TransportPluginPre<PluginState>),
+}
+
+/// Fault history of one plugin (by name), shared by all its instances and handles.
+pub struct Health {
+    after: u32,
+    window: Duration,
+    inner: Mutex<HealthInner>,
+}
+
+#[derive(Default)]
+struct HealthInner {
+    recent: VecDeque<Instant>,
+    total: u64,
+    quarantined: Option<String>,
+    last_fault: Option<String>,
+}
+
+impl Health {
+    pub fn new(after: u32, window: Duration) -> Self {
+        Health {
+            after: after.max(1),
+            window,
+            inner: Mutex::default(),
+        }
+    }
+
+    /// Records a fault; returns true if this fault put the plugin in quarantine.
+    pub fn record(&self, description: &str) -> bool {
+        let Ok(mut h) = self.inner.lock() else {
+            return true;
+        };
+        let now = Instant::now();
+        h.total += 1;
+        h.last_fault = Some(description.to_string());
+        h.recent.push_back(now);
+        while h
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > self.window)
+        {
+            h.recent.pop_front();
+        }
+        if h.quarantined.is_none() && h.recent.len() >= self.after as usize {
+            h.quarantined = Some(description.to_string());
+            return true;
+        }
+        false
+    }
+
+    pub fn quarantined(&self) -> Option<String> {
+        self.inner.lock().ok().and_then(|h| h.quarantined.clone())
+    }
+
+    pub fn faults(&self) -> (u64, Option<String>) {
+        self.inner
+            .lock()
+            .map(|h| (h.total, h.last_fault.clone()))
+            .unwrap_or((0, None))
+    }
+}
+
+pub struct Loaded {
+    pub name: Arc<str>,
+    pub path: PathBuf,
+    pub kind: PluginKind,
+    pub version: String,
+    pub component: Component,
+    pub cache: CacheOutcome,
+    pub pre: KindPre,
+    pub settings: Settings,
+    pub output: Arc<OutputLimiter>,
+    pub health: Arc<Health>,
+    pub rt: Arc<Runtime>,
+}
+
+impl Loaded {
+    pub fn check_health(&self) -> Result<(), PluginError> {
+        match self.health.quarantined() {
+            Some(reason) => Err(PluginError::Quarantined {
+                plugin: self.name.to_string(),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// A fresh store with the plugin's capabilities and limits.
+    pub fn new_store(&self) -> Result<Store<PluginState>, PluginError> {
+        let s = &self.settings;
+        let mut b = WasiCtxBuilder::new();
+        env::apply(&mut b, &s.env);
+        fs::apply(&mut b, &s.preopens)
+            .map_err(|e| PluginError::unusable(&self.name, format!("{e:#}")))?;
+        let resolved = Resolved::default();
+        net::apply(&mut b, &self.name, &s.net, &resolved);
+        let stderr = LogStream::new(self.name.clone(), Stream::Stderr, self.output.clone());
+        b.stdout(LogStream::new(
+            self.name.clone(),
+            Stream::Stdout,
+            self.output.clone(),
+        ));
+        b.stderr(stderr.clone());
+        let state = PluginState {
+            wasi: b.build(),
+            table: ResourceTable::new(),
+            limiter: Limiter::new(s.memory),
+            plugin: self.name.clone(),
+            config: s.config.clone(),
+            deadline: Instant::now(),
+            stderr,
+            log_limiter: self.output.clone(),
+            net_policy: s.net.clone(),
+            resolved,
+        };
+        let mut store = Store::new(&self.rt.engine, state);
+        store.limiter(|st| &mut st.limiter);
+        store.epoch_deadline_callback(|cx| {
+            if Instant::now() >= cx.data().deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                // Yield so a busy plugin never holds a tokio worker for more than a tick.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        Ok(store)
+    }
+
+    /// Sets the deadline (and fuel) for the next call.
+    pub fn arm(&self, store: &mut Store<PluginState>, timeout: Duration) {
+        store.data_mut().deadline = Instant::now() + timeout;
+        store.set_epoch_deadline(1);
+        if self.rt.fuel {
+            // Fuel only fails here if fuel is off in the engine, which `rt.fuel` rules out.
+            let _ = store.set_fuel(self.settings.fuel.unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Turns the outcome of a call into the call's result or a fault (recorded for quarantine).
+    pub fn settle<R>(
+        &self,
+        store: &Store<PluginState>,
+        call: &str,
+        timeout: Duration,
+        outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
+    ) -> Result<R, PluginError> {
+        let err = match outcome {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => e,
+            Err(_) => {
+                return Err(self.fault(
+                    call,
+                    FaultCause::Deadline {
+                        ms: timeout.as_millis() as u64,
+                    },
+                ));
+            }
+        };
+        let state = store.data();
+        let memory = || FaultCause::Memory {
+            limit_mb: (state.limiter.memory_cap >> 20) as u64,
+        };
+        let stderr = state.stderr.last_lines();
+        let panic_message = || {
+            stderr
+                .iter()
+                .rev()
+                .find(|l| l.contains("panicked"))
+                .cloned()
+        };
+        let cause = match err.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => FaultCause::Deadline {
+                ms: timeout.as_millis() as u64,
+            },
+            Some(Trap::OutOfFuel) => FaultCause::Fuel {
+                fuel: self.settings.fuel.unwrap_or(u64::MAX),
+            },
+            Some(Trap::StackOverflow) => FaultCause::StackOverflow,
+            _ if state.limiter.refused_grow.is_some() => memory(),
+            Some(Trap::UnreachableCodeReached) => match panic_message() {
+                Some(message) => FaultCause::Panic { message },
+                None => FaultCause::Trap {
+                    message: format!("unreachable code reached (plugin aborted){}", tail(&stderr)),
+                },
+            },
+            Some(trap) => FaultCause::Trap {
+                message: format!("{trap}{}", tail(&stderr)),
+            },
+            None => FaultCause::Trap {
+                message: format!("{err:#}"),
+            },
+        };
+        Err(self.fault(call, cause))
+    }
+
+    pub fn fault(&self, call: &str, cause: FaultCause) -> PluginError {
+        let description = format!("{call}: {cause}");
+        let quarantined = self.health.record(&description);
+        let err = PluginError::Fault {
+            plugin: self.name.to_string(),
+            call: call.to_string(),
+            cause,
+            quarantined,
+        };
+        tracing::warn!(plugin = %self.name, "{err}");
+        err
+    }
+
+    /// Checks the size of a call's result against the grant.
+    pub fn check_output(&self, call: &str, bytes: usize) -> Result<(), PluginError> {
+        if bytes > self.settings.max_output {
+            return Err(self.fault(
+                call,
+                FaultCause::OutputTooLarge {
+                    bytes,
+                    limit: self.settings.max_output,
+                },
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn tail(stderr: &[String]) -> String {
+    match stderr.last() {
+        Some(l) => format!(" (stderr: {l})"),
+        None => String::new(),
+    }
+}
+
+/// Runs one guest call under the plugin's deadline and turns the outcome into
+/// `Result<_, PluginError>`: `guarded!(loaded, store, "feed", timeout, future)`.
+macro_rules! guarded {
+    ($loaded:expr, $store:expr, $call:expr, $timeout:expr, $fut:expr) => {{
+        let timeout: std::time::Duration = $timeout;
+        $loaded.arm($store, timeout);
+        let outcome = tokio::time::timeout(timeout + $crate::plugin::HOST_MARGIN, $fut).await;
+        $loaded.settle($store, $call, timeout, outcome)
+    }};
+}
+pub(crate) use guarded;
