@@ -1,5 +1,7 @@
-//! rkmcp's CPU backend against llama.cpp's own `llama-bench`, built from the same vendored
-//! llama.cpp sources with the same CMake options, on the same model and thread count.
+//! rkmcp's CPU backend against plain llama.cpp, on the same model and thread count: a C++ program
+//! (`llama_baseline.cpp`, measuring what `llama-bench` measures) linked against the very static
+//! llama.cpp libraries llama-cpp-sys-2 built for rkmcp — same vendored sources, same flags. (The
+//! crate does not ship `tools/llama-bench`, so llama-bench itself cannot be built from it.)
 //!
 //!     cargo bench -p rkmcp-llm --bench cpu_vs_llama_bench
 //!
@@ -35,108 +37,61 @@ fn target_dir() -> anyhow::Result<PathBuf> {
         .to_path_buf())
 }
 
-/// The llama-cpp-sys-2 build this bench links: its CMake cache and its llama.cpp sources.
-fn sys_build(target: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// The llama-cpp-sys-2 build this bench links: the install dir with `include/` and `lib/`.
+fn sys_out_dir(target: &Path) -> anyhow::Result<PathBuf> {
     let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
     for profile in ["release", "bench"] {
         let Ok(entries) = std::fs::read_dir(target.join(profile).join("build")) else {
             continue;
         };
         for e in entries.flatten() {
-            let cache = e.path().join("out/build/CMakeCache.txt");
+            let out = e.path().join("out");
             if e.file_name()
                 .to_string_lossy()
                 .starts_with("llama-cpp-sys-2-")
-                && let Ok(meta) = std::fs::metadata(&cache)
+                && let Ok(meta) = std::fs::metadata(out.join("lib/libllama.a"))
                 && let Ok(modified) = meta.modified()
                 && newest.as_ref().is_none_or(|(t, _)| modified > *t)
             {
-                newest = Some((modified, cache));
+                newest = Some((modified, out));
             }
         }
     }
-    let (_, cache) = newest.context("no llama-cpp-sys-2 CMake build found in the target dir")?;
-    let text = std::fs::read_to_string(&cache)?;
-    let source = text
-        .lines()
-        .find_map(|l| l.strip_prefix("CMAKE_HOME_DIRECTORY:INTERNAL="))
-        .context("CMAKE_HOME_DIRECTORY missing from the CMake cache")?;
-    Ok((cache, PathBuf::from(source)))
+    Ok(newest
+        .context("no llama-cpp-sys-2 build (out/lib/libllama.a) in the target dir")?
+        .1)
 }
 
-/// Builds `llama-bench` from the same sources with the same GGML options as the crate build.
-fn build_llama_bench(target: &Path) -> anyhow::Result<PathBuf> {
-    let (cache, source) = sys_build(target)?;
-    let text = std::fs::read_to_string(&cache)?;
-    let mut defines: Vec<String> = text
-        .lines()
-        .filter(|l| !l.starts_with("//") && !l.starts_with('#'))
-        .filter_map(|l| {
-            let (key, value) = l.split_once('=')?;
-            let (name, ty) = key.split_once(':')?;
-            let keep = (name.starts_with("GGML_") && ty != "INTERNAL" && ty != "STATIC")
-                || matches!(
-                    name,
-                    "CMAKE_BUILD_TYPE" | "CMAKE_C_FLAGS" | "CMAKE_CXX_FLAGS" | "BUILD_SHARED_LIBS"
-                );
-            keep.then(|| format!("-D{name}:{ty}={value}"))
-        })
-        .collect();
-    defines.extend(
-        [
-            "LLAMA_BUILD_TOOLS=ON",
-            "LLAMA_BUILD_COMMON=ON",
-            "LLAMA_BUILD_TESTS=OFF",
-            "LLAMA_BUILD_EXAMPLES=OFF",
-            "LLAMA_BUILD_SERVER=OFF",
-            "LLAMA_CURL=OFF",
-            "LLAMA_OPENSSL=OFF",
-        ]
-        .iter()
-        .map(|d| format!("-D{d}")),
-    );
-    let build = target.join("llama-bench-build");
-    let bin = build.join("bin/llama-bench");
-    let stamp = build.join("rkmcp-defines.txt");
-    let wanted = format!("{}\n{}", source.display(), defines.join("\n"));
-    if bin.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
-        return Ok(bin);
-    }
-    eprintln!(
-        "building llama-bench from {} into {}",
-        source.display(),
-        build.display()
-    );
-    let status = Command::new("cmake")
-        .arg("-S")
+/// Compiles `llama_baseline.cpp` against the static llama.cpp libraries rkmcp links. The crate
+/// ships llama.cpp's library sources but not `tools/llama-bench`, so the baseline is a small C++
+/// program that measures what llama-bench measures, on exactly the same compiled llama.cpp.
+fn build_baseline(target: &Path) -> anyhow::Result<PathBuf> {
+    let out = sys_out_dir(target)?;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/llama_baseline.cpp");
+    let bin = target.join("llama_baseline");
+    let status = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
+        .args(["-O2", "-std=c++17"])
         .arg(&source)
-        .arg("-B")
-        .arg(&build)
-        .args(&defines)
-        .status()?;
-    if !status.success() {
-        bail!("cmake configure failed");
-    }
-    let jobs = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .to_string();
-    let status = Command::new("cmake")
-        .args(["--build"])
-        .arg(&build)
+        .arg("-I")
+        .arg(out.join("include"))
+        .arg("-L")
+        .arg(out.join("lib"))
         .args([
-            "--config",
-            "Release",
-            "--target",
-            "llama-bench",
-            "-j",
-            &jobs,
+            "-lllama",
+            "-lggml",
+            "-lggml-cpu",
+            "-lggml-base",
+            "-lpthread",
+            "-ldl",
+            "-lm",
+            "-o",
         ])
-        .status()?;
+        .arg(&bin)
+        .status()
+        .context("run the C++ compiler")?;
     if !status.success() {
-        bail!("building llama-bench failed");
+        bail!("compiling {} failed", source.display());
     }
-    std::fs::write(&stamp, wanted)?;
     Ok(bin)
 }
 
@@ -145,41 +100,28 @@ struct Figures {
     generation: f64,
 }
 
-fn llama_bench(bin: &Path, model: &Path, threads: u32) -> anyhow::Result<Figures> {
+fn baseline(bin: &Path, model: &Path, threads: u32) -> anyhow::Result<Figures> {
     let out = Command::new(bin)
-        .arg("-m")
         .arg(model)
         .args([
-            "-t",
-            &threads.to_string(),
-            "-p",
-            &PROMPT_TOKENS.to_string(),
-            "-n",
-            &GEN_TOKENS.to_string(),
+            threads.to_string(),
+            PROMPT_TOKENS.to_string(),
+            GEN_TOKENS.to_string(),
+            "2".to_string(),
         ])
-        .args(["-r", "2", "-o", "json"])
         .output()?;
     if !out.status.success() {
         bail!(
-            "llama-bench failed: {}",
+            "llama_baseline failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let rows: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("llama-bench JSON")?;
-    let mut figures = Figures {
-        prefill: 0.0,
-        generation: 0.0,
-    };
-    for row in rows.as_array().context("llama-bench JSON is an array")? {
-        let ts = row["avg_ts"].as_f64().unwrap_or(0.0);
-        if row["n_prompt"].as_u64().unwrap_or(0) > 0 {
-            figures.prefill = ts;
-        } else {
-            figures.generation = ts;
-        }
-    }
-    Ok(figures)
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("llama_baseline output")?;
+    Ok(Figures {
+        prefill: v["pp_ts"].as_f64().unwrap_or(0.0),
+        generation: v["tg_ts"].as_f64().unwrap_or(0.0),
+    })
 }
 
 /// A user turn that renders to about PROMPT_TOKENS tokens.
@@ -261,7 +203,7 @@ fn main() -> anyhow::Result<()> {
     let threads: u32 = env_or("RKMCP_BENCH_THREADS", 1);
     let rounds: u32 = env_or("RKMCP_BENCH_ROUNDS", 3);
     let target = target_dir()?;
-    let bench_bin = build_llama_bench(&target)?;
+    let baseline_bin = build_baseline(&target)?;
 
     let config = ModelConfig {
         sampling: SamplingConfig::greedy(),
@@ -288,10 +230,10 @@ fn main() -> anyhow::Result<()> {
         generated: 0,
     };
     for round in 1..=rounds {
-        let t = llama_bench(&bench_bin, &model, threads)?;
+        let t = baseline(&baseline_bin, &model, threads)?;
         let o = ours(&mut backend, &prompt)?;
         eprintln!(
-            "round {round}: llama-bench pp {:.1} tg {:.1} | rkmcp pp {:.1} tg {:.1} ({} tokens) ttft {:.1} ms",
+            "round {round}: llama.cpp pp {:.1} tg {:.1} | rkmcp pp {:.1} tg {:.1} ({} tokens) ttft {:.1} ms",
             t.prefill, t.generation, o.prefill, o.generation, o.generated, o.ttft_ms
         );
         best_theirs.prefill = best_theirs.prefill.max(t.prefill);
@@ -318,7 +260,7 @@ fn main() -> anyhow::Result<()> {
     );
     println!(
         "{:<28} {:>12} {:>12} {:>8}",
-        "", "rkmcp", "llama-bench", "ratio"
+        "", "rkmcp", "llama.cpp", "ratio"
     );
     println!(
         "{:<28} {:>12.1} {:>12.1} {:>8.3}  {}",

@@ -121,7 +121,6 @@ impl LlamaBackend {
             &bos_text,
             &eos_text,
         )?;
-        drop(vocab);
         Ok(Self {
             ctx,
             model,
