@@ -12,7 +12,9 @@
 use std::collections::{BTreeSet, HashMap};
 
 use rkmcp_tool_formats::ToolFormat;
-use rkmcp_tool_formats::convert::{ToolDef, example_call, gbnf_grammar};
+use rkmcp_tool_formats::convert::{
+    GrammarMode, ToolDef, example_call, gbnf_grammar, gbnf_grammar_with,
+};
 use serde_json::json;
 
 #[derive(Debug, Clone)]
@@ -419,4 +421,18 @@ fn interpreter_self_check() {
     assert!(g.accepts("a12bb"));
     assert!(!g.accepts("a123bb"));
     assert!(!g.accepts("a1ab"));
+}
+
+#[test]
+fn call_only_grammars_refuse_plain_answers() {
+    for f in ToolFormat::all() {
+        let Some(text) = gbnf_grammar_with(*f, &tools(), GrammarMode::CallOnly) else {
+            continue;
+        };
+        let g = Gbnf::parse(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(!g.accepts("Hello there."), "{f}");
+        let good = example_call(*f, "search", &json!({"exact": true}));
+        assert!(g.accepts(&good), "{f}: {good}");
+        assert!(!text.contains("answer"), "{f}: {text}");
+    }
 }

@@ -247,6 +247,17 @@ impl Grammar {
     }
 }
 
+/// What a grammar allows besides calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GrammarMode {
+    /// A plain answer or valid calls.
+    #[default]
+    CallOrAnswer,
+    /// Only valid calls: for "a tool must be called" turns, and for tiny models, which given the
+    /// choice almost always answer in prose (SmolLM2-135M did in every format here).
+    CallOnly,
+}
+
 /// A GBNF grammar that lets the model either answer in plain text or emit valid calls of the
 /// listed tools (schema-valid arguments) in `format`. `None` for formats without a grammar here
 /// (the XML-ish, pythonic and marker-heavy ones) or when there are no tools.
@@ -254,6 +265,15 @@ impl Grammar {
 /// The plain answer may not start with whitespace or the call syntax's first character, so
 /// once the model starts a call it has to finish a valid one.
 pub fn gbnf_grammar(format: ToolFormat, tools: &[ToolDef]) -> Option<String> {
+    gbnf_grammar_with(format, tools, GrammarMode::CallOrAnswer)
+}
+
+/// [`gbnf_grammar`] with a choice of [`GrammarMode`].
+pub fn gbnf_grammar_with(
+    format: ToolFormat,
+    tools: &[ToolDef],
+    mode: GrammarMode,
+) -> Option<String> {
     if tools.is_empty() {
         return None;
     }
@@ -313,11 +333,15 @@ pub fn gbnf_grammar(format: ToolFormat, tools: &[ToolDef]) -> Option<String> {
             }
         })
         .collect();
-    let head = vec![
+    let mut head = vec![
         ("root".to_string(), "calls | answer".to_string()),
         ("calls".to_string(), calls.to_string()),
         ("call".to_string(), alts.join(" | ")),
         ("answer".to_string(), format!("[^{escaped} \\t\\n] .*")),
     ];
+    if mode == GrammarMode::CallOnly {
+        head[0].1 = "calls".to_string();
+        head.pop();
+    }
     Some(g.render(&head))
 }

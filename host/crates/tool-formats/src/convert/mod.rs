@@ -12,7 +12,7 @@ use crate::ToolFormat;
 mod gbnf;
 mod result;
 
-pub use gbnf::{gbnf_grammar, json_schema_for_calls};
+pub use gbnf::{GrammarMode, gbnf_grammar, gbnf_grammar_with, json_schema_for_calls};
 pub use result::{
     CallToolResultLike, ContentItem, DEFAULT_RESULT_LIMIT, EmbeddedResource, ResultOptions,
     format_tool_result, format_tool_result_with,
