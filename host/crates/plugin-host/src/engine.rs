@@ -130,7 +130,12 @@ impl Runtime {
         })?;
         let stored = std::fs::create_dir_all(dir)
             .and_then(|()| {
-                let tmp = dir.join(format!(".{key}-{}.{}.tmp", self.compat, std::process::id()));
+                // A unique temporary name: another thread or process may be storing the same
+                // entry, and writing into a file that someone has already renamed into place
+                // (and mapped) would change code under their feet.
+                static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+                let tmp = dir.join(format!(".{key}-{}.{}-{seq}.tmp", self.compat, std::process::id()));
                 std::fs::write(&tmp, &compiled)?;
                 std::fs::rename(&tmp, &file)
             })

@@ -728,13 +728,13 @@ impl PluginConnection {
             plugin.settings.timeout,
             guest.call_close(&mut inner.store, inner.conn)
         );
-        inner.dead = Some(PluginError::unusable(
-            &plugin.name,
-            "the connection was closed",
-        ));
+        inner.closed = true;
         match r {
             Ok(r) => r.map_err(|e| ConnectionError::from_wit(&plugin.name, e)),
-            Err(e) => Err(e.into()),
+            Err(e) => {
+                inner.dead = Some(e.clone());
+                Err(e.into())
+            }
         }
     }
 }

@@ -1,0 +1,86 @@
+//! Helpers for the plugin host tests: find the components built by `scripts/build-plugins`,
+//! lay out a plugin folder and write a `[plugins]` config for it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use rkmcp_plugin_host::{PluginHost, PluginsConfig};
+
+/// Folders where `scripts/build-plugins` may have put `NAME.wasm`: `$CARGO_TARGET_DIR/plugins`,
+/// the target dir this test binary lives in, and `target/plugins` of the repository.
+pub fn plugin_build_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(t) = std::env::var_os("CARGO_TARGET_DIR") {
+        dirs.push(PathBuf::from(t).join("plugins"));
+    }
+    // target/release/deps/plugin_x-HASH -> target
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(target) = exe.parent().and_then(Path::parent).and_then(Path::parent)
+    {
+        dirs.push(target.join("plugins"));
+    }
+    dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins"));
+    dirs
+}
+
+/// Path of a built test component, e.g. `built("testplug-hostile")`.
+pub fn built(name: &str) -> PathBuf {
+    let dirs = plugin_build_dirs();
+    dirs.iter()
+        .map(|d| d.join(format!("{name}.wasm")))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "{name}.wasm not found in {dirs:?}; build the test plugins first with scripts/build-plugins"
+            )
+        })
+}
+
+/// A compile cache shared by the tests of one target dir, so each component compiles once.
+pub fn shared_cache() -> PathBuf {
+    plugin_build_dirs()[0].with_file_name("plugin-test-cache")
+}
+
+pub struct Fixture {
+    pub plugins: tempfile::TempDir,
+    pub data: tempfile::TempDir,
+}
+
+impl Fixture {
+    /// A plugin folder holding the given built components under plugin names:
+    /// `&[("testplug-hostile", "hostile")]`.
+    pub fn new(components: &[(&str, &str)]) -> Fixture {
+        let plugins = tempfile::tempdir().expect("temp dir");
+        for (built_name, as_name) in components {
+            std::fs::copy(
+                built(built_name),
+                plugins.path().join(format!("{as_name}.wasm")),
+            )
+            .expect("copy component");
+        }
+        Fixture {
+            plugins,
+            data: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// Parses a `[plugins]` table: the folder and cache settings plus `extra` TOML (grants).
+    pub fn config(&self, extra: &str) -> PluginsConfig {
+        self.config_with_cache(&shared_cache(), extra)
+    }
+
+    pub fn config_with_cache(&self, cache: &Path, extra: &str) -> PluginsConfig {
+        // The healthy detector gets a deadline that a loaded 2-core CI machine cannot miss:
+        // the tests about deadlines use the hostile plugin.
+        let text = format!(
+            "dirs = [{:?}]\ndefault_dir = false\ncache_dir = {:?}\n{extra}\n[grants.healthy]\ncall_timeout_ms = 5000\n",
+            self.plugins.path(),
+            cache
+        );
+        toml::from_str(&text).unwrap_or_else(|e| panic!("bad test config:\n{text}\n{e}"))
+    }
+
+    pub fn host(&self, extra: &str) -> PluginHost {
+        PluginHost::new(self.config(extra)).expect("plugin host")
+    }
+}
