@@ -12,6 +12,7 @@ so the test knows where to connect. It exits when stdin closes (the test process
 
 import argparse
 import asyncio
+import logging
 import sys
 
 import anyio
@@ -73,6 +74,8 @@ async def serve_connection(ws: websockets.ServerConnection, path: str) -> None:
 
 
 async def main() -> None:
+    # Per-connection INFO lines from websockets would only clutter the test output.
+    logging.getLogger("websockets").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--path", default="/mcp")

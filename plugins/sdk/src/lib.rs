@@ -50,6 +50,7 @@ pub mod __private {
             world: "detector-plugin",
             path: "../../wit/rkmcp-plugin@0.1.0",
             pub_export_macro: true,
+            additional_derives: [PartialEq, Eq],
             export_macro_name: "__export_detector_world",
             default_bindings_module: "rkmcp_plugin_sdk::__private::detector",
         });
@@ -60,6 +61,7 @@ pub mod __private {
             world: "schema-converter-plugin",
             path: "../../wit/rkmcp-plugin@0.1.0",
             pub_export_macro: true,
+            additional_derives: [PartialEq, Eq],
             export_macro_name: "__export_schema_converter_world",
             default_bindings_module: "rkmcp_plugin_sdk::__private::schema_converter",
             with: {
@@ -74,6 +76,7 @@ pub mod __private {
             world: "approval-guard-plugin",
             path: "../../wit/rkmcp-plugin@0.1.0",
             pub_export_macro: true,
+            additional_derives: [PartialEq, Eq],
             export_macro_name: "__export_approval_guard_world",
             default_bindings_module: "rkmcp_plugin_sdk::__private::approval_guard",
             with: {
@@ -88,6 +91,7 @@ pub mod __private {
             world: "transport-plugin",
             path: "../../wit/rkmcp-plugin@0.1.0",
             pub_export_macro: true,
+            additional_derives: [PartialEq, Eq],
             export_macro_name: "__export_transport_world",
             default_bindings_module: "rkmcp_plugin_sdk::__private::transport",
             with: {
