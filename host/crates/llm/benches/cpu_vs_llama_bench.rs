@@ -6,7 +6,7 @@
 //!     cargo bench -p rkmcp-llm --bench cpu_vs_llama_bench
 //!
 //! Environment: RKMCP_BENCH_MODEL (default: the default model), RKMCP_BENCH_THREADS (default 1),
-//! RKMCP_BENCH_ROUNDS (default 3). Prints prefill and generation tokens/s for both and their
+//! RKMCP_BENCH_ROUNDS (default 6). Prints prefill and generation tokens/s for both and their
 //! ratio (target ≥ 0.97), rkmcp's time to first token and both peak RSS figures. Rounds
 //! alternate between the two so load from other processes hits both alike; the best round of
 //! each counts.
@@ -107,7 +107,7 @@ fn baseline(bin: &Path, model: &Path, threads: u32) -> anyhow::Result<Figures> {
             threads.to_string(),
             PROMPT_TOKENS.to_string(),
             GEN_TOKENS.to_string(),
-            "2".to_string(),
+            "1".to_string(),
         ])
         .output()?;
     if !out.status.success() {
@@ -201,7 +201,7 @@ fn main() -> anyhow::Result<()> {
         );
     }
     let threads: u32 = env_or("RKMCP_BENCH_THREADS", 1);
-    let rounds: u32 = env_or("RKMCP_BENCH_ROUNDS", 3);
+    let rounds: u32 = env_or("RKMCP_BENCH_ROUNDS", 6);
     let target = target_dir()?;
     let baseline_bin = build_baseline(&target)?;
 
