@@ -525,8 +525,14 @@ async fn compile_cache_is_hit_on_the_second_load() {
     let first = PluginHost::new(f.config_with_cache(cache.path(), "")).unwrap();
     let info = first.discover().remove(0);
     assert_eq!(info.cache, Some(CacheOutcome::Stored));
-    let entries = std::fs::read_dir(cache.path()).unwrap().count();
-    assert_eq!(entries, 1);
+    let cwasm = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(cache.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+            .collect()
+    };
+    assert_eq!(cwasm().len(), 1);
     // A new host (a new rkmcp process) loads the compiled code from disk.
     let second = PluginHost::new(f.config_with_cache(cache.path(), "")).unwrap();
     let info = second.discover().remove(0);
@@ -544,8 +550,7 @@ async fn compile_cache_is_hit_on_the_second_load() {
     // A corrupt entry is ignored and replaced.
     // (A new file, as rkmcp itself only ever renames entries into place: truncating a file
     // that `second` has mapped would pull its code out from under it.)
-    for e in std::fs::read_dir(cache.path()).unwrap() {
-        let path = e.unwrap().path();
+    for path in cwasm() {
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, b"garbage").unwrap();
     }

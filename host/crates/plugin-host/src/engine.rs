@@ -105,6 +105,41 @@ impl Runtime {
         })
     }
 
+    /// Loads the component at `path`, from the disk cache when possible. A small index entry per
+    /// plugin path remembers the content hash for the file's (size, mtime, inode), so a cache hit
+    /// neither reads nor hashes the `.wasm` (which can be megabytes with debug info); any change
+    /// to the file falls back to hashing its content.
+    pub fn load_file(&self, path: &Path) -> anyhow::Result<(Component, CacheOutcome)> {
+        let meta =
+            std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let stamp = file_stamp(&meta);
+        let index = self.cache_dir.as_ref().map(|dir| {
+            let id = hex::encode(Sha256::digest(path.to_string_lossy().as_bytes()));
+            dir.join("index").join(format!("{id}.key"))
+        });
+        if let (Some(dir), Some(index)) = (&self.cache_dir, &index)
+            && let Ok(text) = std::fs::read_to_string(index)
+            && let Some((seen, key)) = text.trim().rsplit_once(' ')
+            && seen == stamp
+        {
+            let file = dir.join(format!("{key}-{}.cwasm", self.compat));
+            // SAFETY: as in `load`: our own cache entry, renamed into place, header-checked.
+            if file.is_file()
+                && let Ok(c) = unsafe { Component::deserialize_file(&self.engine, &file) }
+            {
+                return Ok((c, CacheOutcome::Hit));
+            }
+        }
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let out = self.load(path, &bytes)?;
+        if let Some(index) = &index {
+            let key = hex::encode(Sha256::digest(&bytes));
+            let _ = write_atomically(index, format!("{stamp} {key}\n").as_bytes());
+        }
+        Ok(out)
+    }
+
     /// Compiles `bytes` (a component) or loads its compiled form from the disk cache.
     /// The cache key covers the content and the engine's settings, so a changed engine
     /// configuration or wasmtime version never reads a stale entry.
@@ -128,17 +163,7 @@ impl Runtime {
         let compiled = self.engine.precompile_component(bytes).map_err(|e| {
             anyhow::anyhow!("{}: not a valid WebAssembly component: {e}", path.display())
         })?;
-        let stored = std::fs::create_dir_all(dir)
-            .and_then(|()| {
-                // A unique temporary name: another thread or process may be storing the same
-                // entry, and writing into a file that someone has already renamed into place
-                // (and mapped) would change code under their feet.
-                static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-                let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-                let tmp = dir.join(format!(".{key}-{}.{}-{seq}.tmp", self.compat, std::process::id()));
-                std::fs::write(&tmp, &compiled)?;
-                std::fs::rename(&tmp, &file)
-            })
+        let stored = write_atomically(&file, &compiled)
             .inspect_err(|e| tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {e}"))
             .is_ok();
         // SAFETY: `compiled` was produced just now by this engine.
@@ -159,4 +184,29 @@ impl Runtime {
             anyhow::anyhow!("{}: not a valid WebAssembly component: {e}", path.display())
         })
     }
+}
+
+fn file_stamp(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{}:{}.{}:{}",
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ino()
+    )
+}
+
+/// Writes through a unique temporary file and a rename: another thread or process may be
+/// storing the same entry, and writing into a file that someone has already renamed into
+/// place (and mapped) would change code under their feet.
+fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("entry");
+    let tmp = dir.join(format!(".{name}.{}-{seq}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, file)
 }

@@ -407,9 +407,7 @@ impl PluginHost {
         health: Arc<Health>,
     ) -> anyhow::Result<Loaded> {
         let rt = &self.inner.rt;
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let (component, cache) = rt.load(path, &bytes)?;
+        let (component, cache) = rt.load_file(path)?;
         let (kind, version) = kind_of(path, &component, &rt.engine)?;
         let manifest = manifest::load_beside(path)?;
         let settings = settings_for(name, kind, grant, manifest.as_ref())?;
@@ -479,9 +477,8 @@ impl PluginHost {
         // Inspecting needs the component even if the plugin is disabled or quarantined.
         let loaded = if grant.enabled == Some(false) || health.quarantined().is_some() {
             let rt = &self.inner.rt;
-            std::fs::read(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))
-                .and_then(|b| rt.load(path, &b).map_err(|e| format!("{e:#}")))
+            rt.load_file(path)
+                .map_err(|e| format!("{e:#}"))
                 .map(|(c, cache)| {
                     info.cache = Some(cache);
                     c
