@@ -1,1 +1,140 @@
-//! Shared helpers for the integration tests: where the test servers were installed, temp configs.
+//! Shared helpers for the integration tests: where the real test servers were installed (by
+//! `scripts/setup`), where the built binaries are, and temporary configs.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// Where `scripts/setup` installed npm and PyPI test peers.
+pub fn deps() -> PathBuf {
+    std::env::var_os("RKMCP_DEPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".deps"))
+}
+
+fn require(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup (or scripts/test) first",
+        path.display()
+    );
+    path
+}
+
+/// `node` and the server-everything entry point.
+pub fn everything_cmd() -> (String, Vec<String>) {
+    let script = require(
+        deps().join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+    );
+    ("node".into(), vec![script.display().to_string()])
+}
+
+pub fn filesystem_cmd() -> (String, Vec<String>) {
+    let script = require(
+        deps().join("node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
+    );
+    ("node".into(), vec![script.display().to_string()])
+}
+
+pub fn time_server() -> PathBuf {
+    require(deps().join("venv/bin/mcp-server-time"))
+}
+
+/// A binary built in the same target directory as the running test
+/// (`target/release/deps/test-xxxx` → `target/release/NAME`).
+pub fn built_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    require(dir.join(name))
+}
+
+/// The `rkmcp` binary (scripts/test builds it before running the tests).
+pub fn rkmcp() -> PathBuf {
+    built_binary("rkmcp")
+}
+
+/// Runs `rkmcp ARGS` with an isolated environment: no user config, logs and state in `home`.
+pub fn run_rkmcp(home: &Path, args: &[&str]) -> Output {
+    rkmcp_command(home, args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run rkmcp: {e}"))
+}
+
+pub fn rkmcp_command(home: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(rkmcp());
+    cmd.args(args)
+        .current_dir(home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env_remove("RKMCP_CONFIG")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
+    }
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path
+}
+
+/// TOML string literal (paths may contain backslashes or quotes).
+pub fn toml_str(s: &str) -> String {
+    toml_escape(s)
+}
+
+fn toml_escape(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A `[[servers]]` entry for a stdio server.
+pub fn stdio_entry(name: &str, command: &str, args: &[String], extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|a| toml_str(a)).collect();
+    format!(
+        "[[servers]]\nname = {}\ncommand = {}\nargs = [{}]\n{extra}\n",
+        toml_str(name),
+        toml_str(command),
+        args.join(", ")
+    )
+}
+
+/// A free loopback TCP port (bound and released; good enough for a test server).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

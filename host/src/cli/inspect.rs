@@ -18,7 +18,11 @@ fn load(ctx: &Context) -> anyhow::Result<Config> {
 
 /// Starts the servers and reports the ones that failed on stderr (they stay out of stdout so
 /// `--json` output remains one document).
-async fn start(ctx: &Context, config: &Config, only: Option<&str>) -> anyhow::Result<SessionManager> {
+async fn start(
+    ctx: &Context,
+    config: &Config,
+    only: Option<&str>,
+) -> anyhow::Result<SessionManager> {
     if let Some(name) = only
         && config.server(name).is_none()
     {
@@ -137,7 +141,13 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                 output::json(&rows)?;
             } else {
                 let mut t = output::table(&[
-                    "name", "status", "server", "protocol", "tools", "resources", "prompts",
+                    "name",
+                    "status",
+                    "server",
+                    "protocol",
+                    "tools",
+                    "resources",
+                    "prompts",
                     "startup",
                 ]);
                 for r in &rows {
@@ -177,8 +187,12 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
             let mut rows = Vec::new();
             for s in manager.sessions() {
                 match s.ping().await {
-                    Ok(rtt) => rows.push(json!({"name": s.name(), "ok": true, "rtt_ms": rtt.as_secs_f64() * 1000.0})),
-                    Err(e) => rows.push(json!({"name": s.name(), "ok": false, "error": e.to_string()})),
+                    Ok(rtt) => rows.push(
+                        json!({"name": s.name(), "ok": true, "rtt_ms": rtt.as_secs_f64() * 1000.0}),
+                    ),
+                    Err(e) => {
+                        rows.push(json!({"name": s.name(), "ok": false, "error": e.to_string()}))
+                    }
                 }
             }
             for f in manager.failures() {
@@ -191,7 +205,9 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
             } else {
                 for r in &rows {
                     match r["rtt_ms"].as_f64() {
-                        Some(ms) => println!("{}: pong in {ms:.2} ms", r["name"].as_str().unwrap_or("")),
+                        Some(ms) => {
+                            println!("{}: pong in {ms:.2} ms", r["name"].as_str().unwrap_or(""))
+                        }
                         None => println!(
                             "{}: FAILED: {}",
                             r["name"].as_str().unwrap_or(""),
@@ -260,7 +276,9 @@ pub async fn tools(ctx: &Context, cmd: ToolsCommand) -> anyhow::Result<ExitCode>
             let only = name.split_once('/').map(|(s, _)| s.to_string());
             let manager = start(ctx, &config, only.as_deref()).await?;
             let result = async {
-                let (session, tool) = manager.resolve_tool(&name)?;
+                let (session, tool) = manager
+                    .resolve_tool(&name)
+                    .map_err(|e| UsageError(e.to_string()))?;
                 let schema = session
                     .catalog()
                     .tools
@@ -325,7 +343,9 @@ pub async fn resources(ctx: &Context, cmd: ResourcesCommand) -> anyhow::Result<E
                     .iter()
                     .map(|(s, t)| with_server(s, t))
                     .collect::<anyhow::Result<_>>()?;
-                output::json(&json!({"resources": rs, "resourceTemplates": ts, "failures": manager.failures()}))?;
+                output::json(
+                    &json!({"resources": rs, "resourceTemplates": ts, "failures": manager.failures()}),
+                )?;
             } else {
                 let mut t = output::table(&["uri", "server", "name", "mime type"]);
                 for (s, r) in &resources {
@@ -404,10 +424,7 @@ fn pick_resource_server(
         .collect();
     match with_resources.as_slice() {
         [only] => Ok((*only).clone()),
-        _ => Err(UsageError(format!(
-            "no server lists `{uri}`; name one with --server"
-        ))
-        .into()),
+        _ => Err(UsageError(format!("no server lists `{uri}`; name one with --server")).into()),
     }
 }
 
@@ -471,10 +488,15 @@ pub async fn prompts(ctx: &Context, cmd: PromptsCommand) -> anyhow::Result<ExitC
                     .collect();
                 let session = match owners.as_slice() {
                     [one] => one.clone(),
-                    [] => anyhow::bail!(UsageError(format!("no server offers a prompt named `{prompt}`"))),
+                    [] => anyhow::bail!(UsageError(format!(
+                        "no server offers a prompt named `{prompt}`"
+                    ))),
                     many => anyhow::bail!(UsageError(format!(
                         "prompt `{prompt}` is offered by {}; write SERVER/{prompt}",
-                        many.iter().map(|s| s.name()).collect::<Vec<_>>().join(" and ")
+                        many.iter()
+                            .map(|s| s.name())
+                            .collect::<Vec<_>>()
+                            .join(" and ")
                     ))),
                 };
                 // Prompt arguments are strings by the spec.
@@ -521,11 +543,13 @@ fn print_content(items: &Value) {
     };
     for item in items {
         // Resource contents (resources/read) have no `type`; content blocks do.
-        let kind = item["type"].as_str().unwrap_or(if item.get("text").is_some() {
-            "text"
-        } else {
-            "blob"
-        });
+        let kind = item["type"]
+            .as_str()
+            .unwrap_or(if item.get("text").is_some() {
+                "text"
+            } else {
+                "blob"
+            });
         match kind {
             "text" => println!("{}", item["text"].as_str().unwrap_or("")),
             "image" | "audio" => println!(
@@ -609,7 +633,12 @@ mod tests {
     fn pairs_follow_the_schema() {
         let schema = json!({"properties": {"zip": {"type": "string"}, "n": {"type": "number"}}});
         let m = parse_pairs(
-            &["zip=02139".into(), "n=5".into(), "flag=true".into(), "s=hello world".into()],
+            &[
+                "zip=02139".into(),
+                "n=5".into(),
+                "flag=true".into(),
+                "s=hello world".into(),
+            ],
             Some(&schema),
         )
         .unwrap();

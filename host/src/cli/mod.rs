@@ -37,7 +37,13 @@ pub struct Cli {
 pub struct GlobalArgs {
     /// Config file (TOML, or JSON with `mcpServers`/`servers`). Default: ./rkmcp.toml or
     /// ./.rkmcp/config.toml, merged over $XDG_CONFIG_HOME/rkmcp/config.toml.
-    #[arg(long, short = 'c', global = true, env = "RKMCP_CONFIG", value_name = "FILE")]
+    #[arg(
+        long,
+        short = 'c',
+        global = true,
+        env = "RKMCP_CONFIG",
+        value_name = "FILE"
+    )]
     pub config: Option<PathBuf>,
     /// Print machine-readable JSON on stdout instead of tables.
     #[arg(long, global = true)]
@@ -166,7 +172,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("rkmcp: cannot start the async runtime: {err}");

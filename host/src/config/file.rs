@@ -49,7 +49,7 @@ fn parse_toml(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
             .unwrap_or((1, 1));
         ConfigError::at(path, line, col, None, err.message().trim().to_string())
     })?;
-    serde_path_to_error::deserialize::<_, RawConfig>(de).map_err(|err| {
+    let mut raw = serde_path_to_error::deserialize::<_, RawConfig>(de).map_err(|err| {
         let key = err.path().to_string();
         let inner = err.into_inner();
         let (line, col) = inner
@@ -57,7 +57,31 @@ fn parse_toml(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
             .map(|s| line_col(text, s.start))
             .unwrap_or((1, 1));
         ConfigError::at(path, line, col, Some(key), explain(inner.message()))
-    })
+    })?;
+    // Remember where each server entry is, for errors found after parsing.
+    for (index, server) in raw.servers.iter_mut().enumerate() {
+        server.line = toml_entry_position(text, index, server.name.as_deref());
+    }
+    Ok(raw)
+}
+
+/// The line naming server `name` (or the `index`-th `[[servers]]` header) in TOML text.
+fn toml_entry_position(text: &str, index: usize, name: Option<&str>) -> Option<(usize, usize)> {
+    if let Some(name) = name {
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim_start();
+            if t.starts_with("name")
+                && (t.contains(&format!("\"{name}\"")) || t.contains(&format!("'{name}'")))
+            {
+                return Some((i + 1, line.len() - t.len() + 1));
+            }
+        }
+    }
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with("[[servers]]"))
+        .nth(index)
+        .map(|(i, _)| (i + 1, 1))
 }
 
 /// The JSON forms other MCP clients write. Unknown top-level keys (Claude Desktop keeps its own
@@ -86,7 +110,11 @@ struct JsonServer {
     env_file: Option<String>,
     #[serde(default, deserialize_with = "super::subst::opt_string")]
     cwd: Option<String>,
-    #[serde(default, deserialize_with = "super::subst::opt_string", alias = "serverUrl")]
+    #[serde(
+        default,
+        deserialize_with = "super::subst::opt_string",
+        alias = "serverUrl"
+    )]
     url: Option<String>,
     #[serde(default, deserialize_with = "super::subst::string_map")]
     headers: BTreeMap<String, String>,
@@ -124,8 +152,8 @@ fn parse_json(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
     }
     if let Some(servers) = file.servers {
         // VS Code's `servers` object; parse it the same way, with its own key path in errors.
-        let map: BTreeMap<String, JsonServer> = serde_path_to_error::deserialize(servers)
-            .map_err(|err| {
+        let map: BTreeMap<String, JsonServer> =
+            serde_path_to_error::deserialize(servers).map_err(|err| {
                 let key = format!("servers.{}", err.path());
                 let (line, col) = find_key(text, key.rsplit('.').nth(1).unwrap_or("servers"));
                 ConfigError::at(
@@ -211,10 +239,9 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
-    let col = before
-        .rfind('\n')
-        .map_or(before.chars().count(), |nl| before[nl + 1..].chars().count())
-        + 1;
+    let col = before.rfind('\n').map_or(before.chars().count(), |nl| {
+        before[nl + 1..].chars().count()
+    }) + 1;
     (line, col)
 }
 
@@ -229,17 +256,14 @@ fn find_key(text: &str, key: &str) -> (usize, usize) {
 /// Adds "did you mean …?" to serde's unknown-field and unknown-variant messages.
 pub fn explain(message: &str) -> String {
     let message = message.trim();
-    for (marker, what) in [
-        ("unknown field `", "key"),
-        ("unknown variant `", "value"),
-    ] {
+    for (marker, what) in [("unknown field `", "key"), ("unknown variant `", "value")] {
         let Some(start) = message.find(marker) else {
             continue;
         };
         let rest = &message[start + marker.len()..];
         let Some(end) = rest.find('`') else { continue };
         let unknown = &rest[..end];
-        let expected: Vec<&str> = rest[end..]
+        let expected: Vec<&str> = rest[end + 1..]
             .split('`')
             .enumerate()
             .filter(|(i, _)| i % 2 == 1)
@@ -274,9 +298,8 @@ mod tests {
 
     #[test]
     fn suggests_nearest_key() {
-        let msg = explain(
-            "unknown field `comand`, expected one of `name`, `command`, `args`, `url`",
-        );
+        let msg =
+            explain("unknown field `comand`, expected one of `name`, `command`, `args`, `url`");
         assert!(msg.contains("did you mean `command`?"), "{msg}");
         assert!(msg.contains("valid: name, command, args, url"), "{msg}");
     }

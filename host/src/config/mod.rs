@@ -109,7 +109,10 @@ pub struct ServerConfig {
 }
 
 mod duration_secs {
-    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 }
@@ -162,7 +165,15 @@ impl Config {
 fn looks_secret(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     [
-        "token", "key", "secret", "password", "passwd", "auth", "credential", "cookie", "session",
+        "token",
+        "key",
+        "secret",
+        "password",
+        "passwd",
+        "auth",
+        "credential",
+        "cookie",
+        "session",
     ]
     .iter()
     .any(|w| key.contains(w))
@@ -292,14 +303,14 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
         }
         let defaults_key = |key: &str| format!("{}: `defaults.{key}`", path.display());
         if let Some(d) = &raw.defaults.connect_timeout {
-            connect_default = d
-                .to_duration()
-                .map_err(|e| ConfigError::new(format!("{}: {e}", defaults_key("connect_timeout"))))?;
+            connect_default = d.to_duration().map_err(|e| {
+                ConfigError::new(format!("{}: {e}", defaults_key("connect_timeout")))
+            })?;
         }
         if let Some(d) = &raw.defaults.request_timeout {
-            request_default = d
-                .to_duration()
-                .map_err(|e| ConfigError::new(format!("{}: {e}", defaults_key("request_timeout"))))?;
+            request_default = d.to_duration().map_err(|e| {
+                ConfigError::new(format!("{}: {e}", defaults_key("request_timeout")))
+            })?;
         }
         if let Some(p) = raw.defaults.prefix {
             prefix_default = p;
@@ -310,7 +321,12 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
         let mut seen_here = Vec::new();
         for (index, server) in raw.servers.into_iter().enumerate() {
             let Some(name) = server.name.clone() else {
-                return Err(located(&path, &server, index, "a server needs a `name`".into()));
+                return Err(located(
+                    &path,
+                    &server,
+                    index,
+                    "a server needs a `name`".into(),
+                ));
             };
             if !valid_server_name(&name) {
                 return Err(located(
@@ -363,18 +379,24 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             && !(url.starts_with("http://") || url.starts_with("https://"))
             && matches!(transport, TransportKind::Http | TransportKind::Sse)
         {
-            return Err(err(format!("`url` must start with http:// or https://, not `{url}`")));
+            return Err(err(format!(
+                "`url` must start with http:// or https://, not `{url}`"
+            )));
         }
         for pattern in raw.allow.iter().chain(&raw.deny) {
             globset::Glob::new(pattern)
                 .map_err(|e| err(format!("`{pattern}` is not a valid glob: {e}")))?;
         }
         let connect_timeout = match &raw.connect_timeout {
-            Some(d) => d.to_duration().map_err(|e| err(format!("`connect_timeout`: {e}")))?,
+            Some(d) => d
+                .to_duration()
+                .map_err(|e| err(format!("`connect_timeout`: {e}")))?,
             None => connect_default,
         };
         let request_timeout = match &raw.request_timeout {
-            Some(d) => d.to_duration().map_err(|e| err(format!("`request_timeout`: {e}")))?,
+            Some(d) => d
+                .to_duration()
+                .map_err(|e| err(format!("`request_timeout`: {e}")))?,
             None => request_default,
         };
         let prefix = raw
@@ -416,7 +438,9 @@ fn parse_transport(text: &str) -> Result<TransportKind, String> {
     match text {
         "stdio" => Ok(TransportKind::Stdio),
         // `streamable-http` / `streamableHttp` are how other clients spell it.
-        "http" | "streamable-http" | "streamableHttp" | "streamable_http" => Ok(TransportKind::Http),
+        "http" | "streamable-http" | "streamableHttp" | "streamable_http" => {
+            Ok(TransportKind::Http)
+        }
         "sse" => Ok(TransportKind::Sse),
         other => match other.strip_prefix("plugin:") {
             Some(name) if !name.is_empty() => Ok(TransportKind::Plugin(name.to_string())),
@@ -435,33 +459,8 @@ fn parse_transport(text: &str) -> Result<TransportKind, String> {
 
 /// An error about one server entry, positioned at the entry (its `name` line for TOML).
 fn located(path: &Path, server: &RawServer, index: usize, message: String) -> ConfigError {
-    let (line, col) = server
-        .line
-        .or_else(|| {
-            let text = std::fs::read_to_string(path).ok()?;
-            toml_entry_position(&text, index, server.name.as_deref())
-        })
-        .unwrap_or((1, 1));
+    let (line, col) = server.line.unwrap_or((1, 1));
     ConfigError::at(path, line, col, Some(format!("servers[{index}]")), message)
-}
-
-/// Finds the `index`-th `[[servers]]` header (or the line naming the server) in TOML text.
-fn toml_entry_position(text: &str, index: usize, name: Option<&str>) -> Option<(usize, usize)> {
-    if let Some(name) = name {
-        for (i, line) in text.lines().enumerate() {
-            let t = line.trim_start();
-            if t.starts_with("name")
-                && (t.contains(&format!("\"{name}\"")) || t.contains(&format!("'{name}'")))
-            {
-                return Some((i + 1, line.len() - t.len() + 1));
-            }
-        }
-    }
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| l.trim_start().starts_with("[[servers]]"))
-        .nth(index)
-        .map(|(i, _)| (i + 1, 1))
 }
 
 fn merge_tables(into: &mut toml::Table, from: Option<toml::Table>) {
@@ -561,7 +560,11 @@ env = { GITHUB_TOKEN = "ghp_1", PATH = "/bin" }
             Format::Toml,
         )
         .unwrap();
-        let c = resolve(vec![("/u/config.toml".into(), a), ("/w/rkmcp.toml".into(), b)]).unwrap();
+        let c = resolve(vec![
+            ("/u/config.toml".into(), a),
+            ("/w/rkmcp.toml".into(), b),
+        ])
+        .unwrap();
         assert_eq!(c.servers.len(), 2);
         assert_eq!(c.servers[0].command.as_deref(), Some("new"));
         assert_eq!(c.servers[0].source, PathBuf::from("/w/rkmcp.toml"));

@@ -86,12 +86,16 @@ impl RawDuration {
             RawDuration::Millis(ms) => ms / 1000.0,
             RawDuration::Text(text) => {
                 return humantime::parse_duration(text.trim()).map_err(|err| {
-                    format!("`{text}` is not a duration ({err}); write e.g. \"30s\", \"500ms\" or 30")
+                    format!(
+                        "`{text}` is not a duration ({err}); write e.g. \"30s\", \"500ms\" or 30"
+                    )
                 });
             }
         };
         if !secs.is_finite() || secs <= 0.0 {
-            return Err(format!("a timeout must be a positive number of seconds, not {secs}"));
+            return Err(format!(
+                "a timeout must be a positive number of seconds, not {secs}"
+            ));
         }
         Ok(std::time::Duration::from_secs_f64(secs))
     }

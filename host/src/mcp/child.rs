@@ -64,7 +64,10 @@ pub fn spawn(server: &ServerConfig, log_dir: &Path) -> std::io::Result<SpawnedSe
         .as_deref()
         .ok_or_else(|| std::io::Error::other("no command configured"))?;
     let mut command = tokio::process::Command::new(program);
-    command.args(&server.args).env_clear().envs(child_env(server));
+    command
+        .args(&server.args)
+        .env_clear()
+        .envs(child_env(server));
     if let Some(cwd) = &server.cwd {
         command.current_dir(cwd);
     }
@@ -88,7 +91,11 @@ pub fn spawn(server: &ServerConfig, log_dir: &Path) -> std::io::Result<SpawnedSe
     let pid = transport.id();
     let log_path = log_dir.join(format!("{}.log", server.name));
     if let Some(stderr) = stderr {
-        tokio::spawn(forward_stderr(server.name.clone(), stderr, log_path.clone()));
+        tokio::spawn(forward_stderr(
+            server.name.clone(),
+            stderr,
+            log_path.clone(),
+        ));
     }
     Ok(SpawnedServer {
         transport,

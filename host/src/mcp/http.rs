@@ -45,8 +45,8 @@ pub fn streamable_http(
         .connect_timeout(config.connect_timeout)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-    let mut transport_config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
-        .custom_headers(headers);
+    let mut transport_config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(headers);
     if let Some(token) = auth {
         transport_config = transport_config.auth_header(token);
     }

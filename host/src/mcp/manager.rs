@@ -66,7 +66,8 @@ impl SessionManager {
                     sessions.push(Arc::new(session));
                 }
                 Err(err) => {
-                    tracing::warn!("{err}");
+                    // Reported to the user by the caller; here only for log files.
+                    tracing::info!("{err}");
                     failures.push(StartFailure {
                         server: server.name.clone(),
                         error: err.to_string(),
@@ -177,14 +178,17 @@ impl SessionManager {
 
     /// Closes every session concurrently.
     pub async fn shutdown(self) {
-        let sessions = self.sessions.into_iter().filter_map(|s| match Arc::try_unwrap(s) {
-            Ok(session) => Some(session),
-            Err(shared) => {
-                // Still referenced elsewhere: it shuts down when the last reference drops.
-                tracing::debug!(server = %shared.name(), "session still in use at shutdown");
-                None
-            }
-        });
+        let sessions = self
+            .sessions
+            .into_iter()
+            .filter_map(|s| match Arc::try_unwrap(s) {
+                Ok(session) => Some(session),
+                Err(shared) => {
+                    // Still referenced elsewhere: it shuts down when the last reference drops.
+                    tracing::debug!(server = %shared.name(), "session still in use at shutdown");
+                    None
+                }
+            });
         futures::future::join_all(sessions.map(Session::shutdown)).await;
     }
 }

@@ -1,16 +1,16 @@
 //! One live MCP server session on rmcp: connect and initialize, keep the server's lists cached and
+//! refreshed on `list_changed`, and make requests with per-request timeouts.
 //!
 //! Logging notifications and `logging/setLevel` are deprecated by SEP-2577, but the servers people
 //! run today still use them, so this module uses them on purpose.
 #![allow(deprecated)]
-//! refreshed on `list_changed`, and make requests with per-request timeouts.
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientRequest, CompleteRequestParams,
-    CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientRequest,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation,
     InitializeRequestParams, LoggingLevel, LoggingMessageNotificationParam, PingRequest,
     ProgressNotificationParam, Prompt, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResult, Resource, ResourceTemplate, ServerPeerInfo, Tool,
@@ -213,6 +213,8 @@ pub struct Session {
     pub startup: Duration,
     /// The stderr log of a stdio server.
     pub log_path: Option<PathBuf>,
+    /// The process id of a stdio server.
+    pub pid: Option<u32>,
 }
 
 impl Session {
@@ -233,6 +235,7 @@ impl Session {
             message,
         };
         let mut log_path = None;
+        let mut pid = None;
         let connecting = async {
             match &config.transport {
                 TransportKind::Stdio => {
@@ -248,6 +251,7 @@ impl Session {
                         ))
                     })?;
                     log_path = Some(spawned.log_path.clone());
+                    pid = spawned.pid;
                     let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
                     handler
                         .clone()
@@ -289,6 +293,7 @@ impl Session {
             events,
             startup: Duration::ZERO,
             log_path,
+            pid,
         };
         session.refresh_all().await?;
         Ok(Session {
@@ -378,8 +383,11 @@ impl Session {
     ) -> Result<CallToolResult, SessionError> {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
-        self.timed(format!("calling tool `{tool}`"), self.peer().call_tool(params))
-            .await
+        self.timed(
+            format!("calling tool `{tool}`"),
+            self.peer().call_tool(params),
+        )
+        .await
     }
 
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
@@ -398,8 +406,11 @@ impl Session {
     ) -> Result<GetPromptResult, SessionError> {
         let mut params = GetPromptRequestParams::new(name.to_string());
         params.arguments = arguments;
-        self.timed(format!("getting prompt `{name}`"), self.peer().get_prompt(params))
-            .await
+        self.timed(
+            format!("getting prompt `{name}`"),
+            self.peer().get_prompt(params),
+        )
+        .await
     }
 
     /// `completion/complete` for a prompt argument (`reference` = prompt name) or a resource
@@ -439,10 +450,7 @@ impl Session {
     pub async fn shutdown(self) {
         let name = self.config.name.clone();
         let mut service = self.service;
-        if let Err(err) = service
-            .close_with_timeout(Duration::from_secs(10))
-            .await
-        {
+        if let Err(err) = service.close_with_timeout(Duration::from_secs(10)).await {
             tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
         }
     }

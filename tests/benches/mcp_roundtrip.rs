@@ -1,0 +1,409 @@
+//! tools/call round trips over stdio, three ways in one run: through rkmcp's session layer,
+//! through rmcp used directly, and a raw floor (a JSON-RPC line written to the child's stdin and
+//! its reply line read back). Against our near-zero-cost fixture `echo` (so the server's cost
+//! does not hide the client's) and against server-everything's `echo`. Also 8 calls in flight on
+//! one session, and the time until all tools of 3 servers are listed vs each server alone.
+//!
+//! Run: `cargo bench -p rkmcp-tests --bench mcp_roundtrip` (after scripts/setup).
+//! Env: BENCH_CALLS (default 2000), BENCH_FLAVOR=current|multi|both (default both).
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rkmcp::config::{self, Config};
+use rkmcp::mcp::SessionManager;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
+    ProtocolVersion,
+};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_rkmcp-fixture-server");
+
+#[derive(Clone)]
+struct Target {
+    label: &'static str,
+    program: String,
+    args: Vec<String>,
+    tool: &'static str,
+}
+
+struct Stats {
+    p50: f64,
+    p99: f64,
+}
+
+fn stats(mut samples: Vec<Duration>) -> Stats {
+    samples.sort();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+        samples[i].as_secs_f64() * 1e6
+    };
+    Stats {
+        p50: at(0.5),
+        p99: at(0.99),
+    }
+}
+
+fn echo_args() -> serde_json::Map<String, Value> {
+    json!({"message": "ping"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+}
+
+async fn floor(t: &Target, calls: usize) -> anyhow::Result<Stats> {
+    let mut child = tokio::process::Command::new(&t.program)
+        .args(&t.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
+    let mut stdout = BufReader::new(
+        child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?,
+    );
+    let mut line = String::new();
+    let send = async |msg: Value, stdin: &mut tokio::process::ChildStdin| -> anyhow::Result<()> {
+        let mut text = serde_json::to_string(&msg)?;
+        text.push('\n');
+        stdin.write_all(text.as_bytes()).await?;
+        Ok(())
+    };
+    send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"0"}}}), &mut stdin).await?;
+    stdout.read_line(&mut line).await?;
+    send(
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        &mut stdin,
+    )
+    .await?;
+    let mut samples = Vec::with_capacity(calls);
+    for id in 1..=calls + calls / 10 {
+        let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":t.tool,"arguments":{"message":"ping"}}});
+        let started = Instant::now();
+        send(msg, &mut stdin).await?;
+        // Skip notifications the server may interleave; stop at our response.
+        loop {
+            line.clear();
+            if stdout.read_line(&mut line).await? == 0 {
+                anyhow::bail!("server closed stdout");
+            }
+            if line.contains(&format!("\"id\":{id}")) {
+                break;
+            }
+        }
+        if id > calls / 10 {
+            samples.push(started.elapsed());
+        }
+    }
+    drop(stdin);
+    let _ = child.kill().await;
+    Ok(stats(samples))
+}
+
+fn client_info() -> InitializeRequestParams {
+    InitializeRequestParams::new(
+        ClientCapabilities::default(),
+        Implementation::new("bench", "0"),
+    )
+    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+async fn rmcp_direct(t: &Target, calls: usize, in_flight: usize) -> anyhow::Result<(Stats, f64)> {
+    let mut cmd = tokio::process::Command::new(&t.program);
+    cmd.args(&t.args);
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()?;
+    let service = client_info().serve(transport).await?;
+    let peer = service.peer().clone();
+    let tool = t.tool;
+    let call = move |peer: rmcp::Peer<RoleClient>| async move {
+        let mut p = CallToolRequestParams::new(tool);
+        p.arguments = Some(echo_args());
+        peer.call_tool(p).await
+    };
+    let (s, throughput) = drive(calls, in_flight, || {
+        let peer = peer.clone();
+        let call = call.clone();
+        async move { call(peer).await.map(|_| ()).map_err(anyhow::Error::from) }
+    })
+    .await?;
+    let _ = service.cancel().await;
+    Ok((s, throughput))
+}
+
+async fn rkmcp_session(t: &Target, calls: usize, in_flight: usize) -> anyhow::Result<(Stats, f64)> {
+    let dir = tempfile::tempdir()?;
+    let config = one_server_config(dir.path(), &[t.clone()])?;
+    let manager = SessionManager::start(&config, None).await;
+    if let Some(f) = manager.failures().first() {
+        anyhow::bail!("{}", f.error);
+    }
+    let session = manager
+        .session(t.label)
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no session"))?;
+    let tool = t.tool;
+    let result = drive(calls, in_flight, || {
+        let session = session.clone();
+        async move {
+            session
+                .call_tool(tool, Some(echo_args()))
+                .await
+                .map(|_| ())
+                .map_err(anyhow::Error::from)
+        }
+    })
+    .await;
+    drop(session);
+    manager.shutdown().await;
+    result
+}
+
+/// Runs `calls` calls (after a 10% warm-up) with `in_flight` concurrent callers; returns
+/// per-call latency stats and calls per second.
+async fn drive<F, Fut>(calls: usize, in_flight: usize, make: F) -> anyhow::Result<(Stats, f64)>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    for _ in 0..calls / 10 {
+        make().await?;
+    }
+    let started = Instant::now();
+    let mut samples = Vec::with_capacity(calls);
+    if in_flight <= 1 {
+        for _ in 0..calls {
+            let t = Instant::now();
+            make().await?;
+            samples.push(t.elapsed());
+        }
+    } else {
+        let mut set = tokio::task::JoinSet::new();
+        let mut issued = 0;
+        while issued < calls.min(in_flight) {
+            let f = make();
+            set.spawn(async move {
+                let t = Instant::now();
+                f.await.map(|_| t.elapsed())
+            });
+            issued += 1;
+        }
+        while let Some(done) = set.join_next().await {
+            samples.push(done??);
+            if issued < calls {
+                let f = make();
+                set.spawn(async move {
+                    let t = Instant::now();
+                    f.await.map(|_| t.elapsed())
+                });
+                issued += 1;
+            }
+        }
+    }
+    let rate = calls as f64 / started.elapsed().as_secs_f64();
+    Ok((stats(samples), rate))
+}
+
+fn one_server_config(dir: &Path, targets: &[Target]) -> anyhow::Result<Config> {
+    let mut toml = String::new();
+    for t in targets {
+        let args: Vec<String> = t.args.iter().map(|a| format!("{a:?}")).collect();
+        toml.push_str(&format!(
+            "[[servers]]\nname = {:?}\ncommand = {:?}\nargs = [{}]\n",
+            t.label,
+            t.program,
+            args.join(", ")
+        ));
+    }
+    let path = dir.join("rkmcp.toml");
+    let mut config = config::load_str(&path, &toml)?;
+    config.log_dir = dir.join("logs");
+    Ok(config)
+}
+
+async fn startup(targets: &[Target]) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut singles = Vec::new();
+    for t in targets {
+        let config = one_server_config(dir.path(), std::slice::from_ref(t))?;
+        let started = Instant::now();
+        let m = SessionManager::start(&config, None).await;
+        let took = started.elapsed();
+        if let Some(f) = m.failures().first() {
+            anyhow::bail!("{}", f.error);
+        }
+        m.shutdown().await;
+        singles.push((t.label, took));
+    }
+    let config = one_server_config(dir.path(), targets)?;
+    let started = Instant::now();
+    let m = SessionManager::start(&config, None).await;
+    let all = started.elapsed();
+    let tools = m.tools().0.len();
+    m.shutdown().await;
+    let slowest = singles.iter().map(|(_, d)| *d).max().unwrap_or_default();
+    let sum: Duration = singles.iter().map(|(_, d)| *d).sum();
+    println!("\n## start-up until all tools are listed ({tools} tools)");
+    for (label, d) in &singles {
+        println!("  {label:<12} alone: {:>8.1} ms", d.as_secs_f64() * 1e3);
+    }
+    println!(
+        "  all {} together: {:.1} ms = {:.2}x the slowest single ({:.1} ms), {:.2}x the sum ({:.1} ms)",
+        targets.len(),
+        all.as_secs_f64() * 1e3,
+        all.as_secs_f64() / slowest.as_secs_f64(),
+        slowest.as_secs_f64() * 1e3,
+        all.as_secs_f64() / sum.as_secs_f64(),
+        sum.as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+async fn run(calls: usize, flavor: &str) -> anyhow::Result<()> {
+    let deps = rkmcp_tests::deps();
+    let everything =
+        deps.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut targets = vec![Target {
+        label: "fixture",
+        program: FIXTURE.into(),
+        args: vec![],
+        tool: "echo",
+    }];
+    if everything.exists() {
+        targets.push(Target {
+            label: "everything",
+            program: "node".into(),
+            args: vec![everything.display().to_string(), "stdio".into()],
+            tool: "echo",
+        });
+    } else {
+        println!("(server-everything not installed: run scripts/setup to include it)");
+    }
+    println!(
+        "\n# tools/call round trips over stdio, {calls} sequential calls, {flavor}-thread tokio runtime"
+    );
+    println!(
+        "{:<12} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>13} {:>13}",
+        "server",
+        "floor p50",
+        "rmcp p50",
+        "rkmcp p50",
+        "floor p99",
+        "rmcp p99",
+        "rkmcp p99",
+        "rkmcp/rmcp",
+        "rkmcp/floor"
+    );
+    for t in &targets {
+        let n = if t.label == "fixture" {
+            calls
+        } else {
+            calls / 4
+        };
+        let f = floor(t, n).await?;
+        // Interleave the two clients so drift on a loaded machine hits both alike.
+        let (r1, _) = rmcp_direct(t, n / 2, 1).await?;
+        let (k1, _) = rkmcp_session(t, n / 2, 1).await?;
+        let (r2, _) = rmcp_direct(t, n / 2, 1).await?;
+        let (k2, _) = rkmcp_session(t, n / 2, 1).await?;
+        let r = Stats {
+            p50: (r1.p50 + r2.p50) / 2.0,
+            p99: (r1.p99 + r2.p99) / 2.0,
+        };
+        let k = Stats {
+            p50: (k1.p50 + k2.p50) / 2.0,
+            p99: (k1.p99 + k2.p99) / 2.0,
+        };
+        println!(
+            "{:<12} {:>8.1}µs {:>8.1}µs {:>8.1}µs {:>8.1}µs {:>8.1}µs {:>8.1}µs {:>12.3}x {:>12.2}x",
+            t.label,
+            f.p50,
+            r.p50,
+            k.p50,
+            f.p99,
+            r.p99,
+            k.p99,
+            k.p50 / r.p50,
+            k.p50 / f.p50
+        );
+    }
+    let t = &targets[0];
+    let (_, r8) = rmcp_direct(t, calls, 8).await?;
+    let (_, k8) = rkmcp_session(t, calls, 8).await?;
+    println!(
+        "\n## 8 calls in flight on one session (fixture echo): rmcp {r8:.0} calls/s, rkmcp {k8:.0} calls/s, rkmcp/rmcp throughput {:.3}x",
+        k8 / r8
+    );
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    // `cargo bench` passes `--bench`; nothing else is expected.
+    let calls: usize = std::env::var("BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let flavor = std::env::var("BENCH_FLAVOR").unwrap_or_else(|_| "both".into());
+    if flavor == "current" || flavor == "both" {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(run(calls, "current"))?;
+    }
+    if flavor == "multi" || flavor == "both" {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(run(calls, "multi"))?;
+        let deps = rkmcp_tests::deps();
+        let nm = deps.join("node/node_modules/@modelcontextprotocol");
+        let time = deps.join("venv/bin/mcp-server-time");
+        if nm.exists() && time.exists() {
+            let tmp = tempfile::tempdir()?;
+            let targets = vec![
+                Target {
+                    label: "everything",
+                    program: "node".into(),
+                    args: vec![
+                        nm.join("server-everything/dist/index.js")
+                            .display()
+                            .to_string(),
+                        "stdio".into(),
+                    ],
+                    tool: "echo",
+                },
+                Target {
+                    label: "time",
+                    program: time.display().to_string(),
+                    args: vec!["--local-timezone".into(), "UTC".into()],
+                    tool: "get_current_time",
+                },
+                Target {
+                    label: "filesystem",
+                    program: "node".into(),
+                    args: vec![
+                        nm.join("server-filesystem/dist/index.js")
+                            .display()
+                            .to_string(),
+                        tmp.path().display().to_string(),
+                    ],
+                    tool: "list_allowed_directories",
+                },
+            ];
+            rt.block_on(startup(&targets))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! A small MCP server of our own for the tests and the bench (stdio, on rmcp).
+//!
+//! It exists because the public servers do not cover everything the client must handle:
+//! paginated lists, a tool list that changes while connected, a near-zero-cost `echo` for
+//! measuring client overhead, a server that never answers and one that dies at start.
+//!
+//! Usage: rkmcp-fixture-server [--tools N] [--page-size K] [--prefix P] [--hang] [--die]
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResult, Implementation, InitializeResult, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
+    ServerCapabilities,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct Fixture {
+    tools: Arc<Mutex<Vec<Value>>>,
+    page_size: usize,
+}
+
+fn tool_json(name: &str, description: &str) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+        },
+    })
+}
+
+/// One page of `items` starting at the offset encoded in the cursor.
+fn page(
+    items: &[Value],
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(Vec<Value>, Option<String>), ErrorData> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c
+            .strip_prefix("offset-")
+            .and_then(|n| n.parse::<usize>().ok())
+            .ok_or_else(|| ErrorData::invalid_params(format!("bad cursor {c}"), None))?,
+    };
+    let end = (start + size).min(items.len());
+    let next = (end < items.len()).then(|| format!("offset-{end}"));
+    Ok((items.get(start..end).unwrap_or(&[]).to_vec(), next))
+}
+
+fn cursor(request: &Option<PaginatedRequestParams>) -> Option<String> {
+    request.as_ref().and_then(|r| r.cursor.clone())
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> InitializeResult {
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(Implementation::new("rkmcp-fixture-server", "0.1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self
+            .tools
+            .lock()
+            .map_err(|_| ErrorData::internal_error("poisoned", None))?
+            .clone();
+        let (items, next) = page(&tools, cursor(&request).as_deref(), self.page_size)?;
+        from_json(json!({"tools": items, "nextCursor": next}))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let text = |t: String| Ok(CallToolResult::success(vec![ContentBlock::text(t)]).into());
+        match request.name.as_ref() {
+            "echo" => text(
+                args.get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            "add_tool" => {
+                let name = {
+                    let mut tools = self
+                        .tools
+                        .lock()
+                        .map_err(|_| ErrorData::internal_error("poisoned", None))?;
+                    let name = format!("dynamic_{}", tools.len());
+                    tools.push(tool_json(&name, "added at run time"));
+                    name
+                };
+                context
+                    .peer
+                    .notify_tool_list_changed()
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                text(format!("added {name}"))
+            }
+            "sleep" => {
+                let secs = args
+                    .get("seconds")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(3600.0);
+                tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
+                text("slept".into())
+            }
+            "fail" => {
+                Ok(CallToolResult::error(vec![ContentBlock::text("failing on purpose")]).into())
+            }
+            other if other.starts_with("tool_") || other.starts_with("dynamic_") => {
+                text(format!("{other} called"))
+            }
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool {other}"),
+                None,
+            )),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let all: Vec<Value> = (0..5)
+            .map(|i| json!({"uri": format!("fixture://doc/{i}"), "name": format!("doc {i}"), "mimeType": "text/plain"}))
+            .collect();
+        let (items, next) = page(&all, cursor(&request).as_deref(), self.page_size)?;
+        from_json(json!({"resources": items, "nextCursor": next}))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let result: ReadResourceResult = from_json(json!({
+            "contents": [{"uri": request.uri, "mimeType": "text/plain", "text": format!("contents of {}", request.uri)}]
+        }))?;
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let all: Vec<Value> = (0..3)
+            .map(|i| json!({"name": format!("prompt_{i}"), "arguments": [{"name": "topic", "required": true}]}))
+            .collect();
+        let (items, next) = page(&all, cursor(&request).as_deref(), self.page_size)?;
+        from_json(json!({"prompts": items, "nextCursor": next}))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let topic = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("topic"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorData::invalid_params("missing required argument `topic`", None))?;
+        let result: GetPromptResult = from_json(json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": format!("Tell me about {topic}")}}]
+        }))?;
+        Ok(result.into())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let value = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    if flag("--die") {
+        eprintln!("fixture: failing at start on purpose");
+        std::process::exit(3);
+    }
+    if flag("--hang") {
+        // Read and discard: a server that accepts the connection but never answers.
+        let mut sink = tokio::io::sink();
+        tokio::io::copy(&mut tokio::io::stdin(), &mut sink).await?;
+        return Ok(());
+    }
+    let n: usize = value("--tools").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let page_size: usize = value("--page-size")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let prefix = value("--prefix").unwrap_or_default();
+    let mut tools = vec![
+        tool_json(&format!("{prefix}echo"), "Echoes `message` back"),
+        tool_json("add_tool", "Adds a tool and announces list_changed"),
+        tool_json("sleep", "Sleeps `seconds` (default an hour)"),
+        tool_json("fail", "Returns a tool error"),
+    ];
+    tools.extend((0..n).map(|i| tool_json(&format!("tool_{i:03}"), "numbered tool")));
+    let server = Fixture {
+        tools: Arc::new(Mutex::new(tools)),
+        page_size: page_size.max(1),
+    };
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}
