@@ -81,12 +81,15 @@ pub struct CheckReport {
     pub smoke: String,
 }
 
+type LoadedEntry = (std::time::SystemTime, u64, Arc<Loaded>);
+
 struct HostInner {
     config: PluginsConfig,
     rt: Arc<Runtime>,
     health: Mutex<HashMap<String, Arc<Health>>>,
     output: Mutex<HashMap<String, Arc<OutputLimiter>>>,
-    loaded: Mutex<HashMap<PathBuf, (std::time::SystemTime, u64, Arc<Loaded>)>>,
+    /// Loaded plugins by path, with the (mtime, size) they were loaded at.
+    loaded: Mutex<HashMap<PathBuf, LoadedEntry>>,
 }
 
 /// The plugin host. Cheap to clone; all clones share the engine, caches and plugin health.
