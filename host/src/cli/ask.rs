@@ -108,25 +108,17 @@ pub struct AskArgs {
     pub stop: Vec<String>,
 }
 
-/// The `[model]` table: the config file's, with CLI flags applied on top.
+/// The `[model]` table of the configuration, with CLI flags applied on top.
 pub(crate) fn model_config(ctx: &Context, args: &ModelArgs) -> anyhow::Result<ModelConfig> {
-    let base = match &ctx.global.config {
-        // Until the shared loader exposes `[model]`, read it from a TOML config file directly.
-        Some(path) if path.extension().is_some_and(|e| e == "toml") => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| UsageError(format!("cannot read config {}: {e}", path.display())))?;
-            let value: toml::Table = toml::from_str(&text)
-                .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
-            match value.get("model") {
-                Some(model) => model
-                    .clone()
-                    .try_into::<ModelConfig>()
-                    .map_err(|e| UsageError(format!("{}: [model]: {e}", path.display())))?,
-                None => ModelConfig::default(),
-            }
-        }
-        _ => ModelConfig::default(),
-    };
+    let loaded = crate::config::load(&ctx.global)?;
+    let sources: Vec<String> = loaded
+        .sources
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let base: ModelConfig = toml::Value::Table(loaded.model).try_into().map_err(|e| {
+        crate::config::ConfigError::new(format!("[model] in {}: {e}", sources.join(", ")))
+    })?;
     let config = args.apply(base);
     config
         .validate()
