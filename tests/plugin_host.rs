@@ -1,5 +1,7 @@
 //! The plugin host as rkmcp uses it: discovery, every plugin kind, contract-version refusal,
 //! quarantine and the compile cache. Components come from tests/plugins/ (scripts/build-plugins).
+// The plugin handles are not `Debug`, so `expect_err` is not available.
+#![allow(clippy::err_expect)]
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! Capabilities and hostile plugins: every capability granted and denied, and every kind of
 //! misbehaviour contained with a clear error while a healthy plugin beside it keeps working.
 //! Components come from tests/plugins/ (built by scripts/build-plugins).
+// The plugin handles are not `Debug`, so `expect_err` is not available.
+#![allow(clippy::err_expect)]
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 

@@ -64,7 +64,11 @@ fn no_servers_hint(config: &Config) -> String {
 pub async fn config(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         ConfigCommand::Check => {
-            let config = load(ctx)?.masked();
+            let config = load(ctx)?;
+            // The sections owned by the plugin host and the backends are checked by their types.
+            config.section::<rkmcp_plugin_host::PluginsConfig>("plugins")?;
+            config.section::<rkmcp_llm::ModelConfig>("model")?;
+            let config = config.masked();
             if ctx.global.json {
                 output::json(&config)?;
             } else {

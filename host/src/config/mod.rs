@@ -47,8 +47,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// How rkmcp talks to a server.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransportKind {
     Stdio,
     /// Streamable HTTP.
@@ -56,8 +55,13 @@ pub enum TransportKind {
     /// The legacy HTTP+SSE transport (2024-11-05).
     Sse,
     /// A WebAssembly transport plugin, `plugin:<name>`.
-    #[serde(untagged)]
     Plugin(String),
+}
+
+impl serde::Serialize for TransportKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 impl fmt::Display for TransportKind {
@@ -136,6 +140,39 @@ pub struct Config {
 }
 
 impl Config {
+    /// Interprets a table owned by a library crate (`plugins`, `model` or `chat`) as `T`.
+    /// Errors name the table, the key path and the files it was merged from.
+    pub fn section<T: serde::de::DeserializeOwned + Default>(
+        &self,
+        name: &str,
+    ) -> Result<T, ConfigError> {
+        let table = match name {
+            "plugins" => &self.plugins,
+            "model" => &self.model,
+            "chat" => &self.chat,
+            other => return Err(ConfigError::new(format!("no config section `{other}`"))),
+        };
+        if table.is_empty() {
+            return Ok(T::default());
+        }
+        serde_path_to_error::deserialize(toml::Value::Table(table.clone())).map_err(|err| {
+            let key = err.path().to_string();
+            let files = self
+                .sources
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let message = file::explain(&err.into_inner().to_string());
+            let at = if key.is_empty() || key == "." {
+                format!("[{name}]")
+            } else {
+                format!("{name}.{key}")
+            };
+            ConfigError::new(format!("{files}: at `{at}`: {message}"))
+        })
+    }
+
     pub fn server(&self, name: &str) -> Option<&ServerConfig> {
         self.servers.iter().find(|s| s.name == name)
     }

@@ -32,6 +32,8 @@ pub struct SessionManager {
     sessions: Vec<Arc<Session>>,
     failures: Vec<StartFailure>,
     filters: BTreeMap<String, ToolFilter>,
+    /// Kept alive for the connections of transport plugins.
+    _plugins: Option<rkmcp_plugin_host::PluginHost>,
     /// Time from the start of [`SessionManager::start`] until every server was up (or failed).
     pub startup: Duration,
 }
@@ -46,14 +48,33 @@ impl SessionManager {
             .filter(|s| only.is_none_or(|o| o == s.name))
             .collect();
         let log_dir: PathBuf = config.log_dir.clone();
+        let mut failures = Vec::new();
+        // The plugin host is built only when a server needs a transport plugin.
+        let needs_plugins = servers
+            .iter()
+            .any(|s| matches!(s.transport, crate::config::TransportKind::Plugin(_)));
+        let plugins = if needs_plugins {
+            match config
+                .section::<rkmcp_plugin_host::PluginsConfig>("plugins")
+                .map_err(anyhow::Error::from)
+                .and_then(rkmcp_plugin_host::PluginHost::new)
+            {
+                Ok(host) => Some(host),
+                Err(err) => {
+                    tracing::warn!("plugin host unavailable: {err:#}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let results = futures::future::join_all(
             servers
                 .iter()
-                .map(|server| Session::connect(server, &log_dir)),
+                .map(|server| Session::connect(server, &log_dir, plugins.as_ref())),
         )
         .await;
         let mut sessions = Vec::new();
-        let mut failures = Vec::new();
         let mut filters = BTreeMap::new();
         for (server, result) in servers.iter().zip(results) {
             match result {
@@ -79,6 +100,7 @@ impl SessionManager {
             sessions,
             failures,
             filters,
+            _plugins: plugins,
             startup: started.elapsed(),
         }
     }

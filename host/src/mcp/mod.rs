@@ -4,6 +4,7 @@ pub mod child;
 pub mod http;
 pub mod manager;
 pub mod naming;
+pub mod plugin_transport;
 pub mod session;
 
 pub use manager::{ExposedTool, SessionManager, StartFailure};

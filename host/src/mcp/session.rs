@@ -219,7 +219,12 @@ pub struct Session {
 
 impl Session {
     /// Connects, initializes and fetches every list the server offers.
-    pub async fn connect(config: &ServerConfig, log_dir: &Path) -> Result<Session, SessionError> {
+    /// `plugins` is needed only for `transport = "plugin:<name>"` servers.
+    pub async fn connect(
+        config: &ServerConfig,
+        log_dir: &Path,
+        plugins: Option<&rkmcp_plugin_host::PluginHost>,
+    ) -> Result<Session, SessionError> {
         let started = Instant::now();
         let name = config.name.clone();
         let (events, _) = broadcast::channel(256);
@@ -272,11 +277,23 @@ impl Session {
                     transport: "sse".into(),
                     hint: " (the legacy HTTP+SSE transport; most servers also speak streamable HTTP: try `transport = \"http\"` with their /mcp URL)".into(),
                 }),
-                TransportKind::Plugin(plugin) => Err(SessionError::Unsupported {
-                    server: name.clone(),
-                    transport: format!("plugin:{plugin}"),
-                    hint: String::new(),
-                }),
+                TransportKind::Plugin(plugin) => {
+                    let host = plugins.ok_or_else(|| {
+                        start_err("the plugin host is not available".into())
+                    })?;
+                    let transport = host.transport(plugin).map_err(|e| {
+                        start_err(format!("transport plugin `{plugin}`: {e}"))
+                    })?;
+                    let conn = transport
+                        .connect()
+                        .await
+                        .map_err(|e| start_err(e.to_string()))?;
+                    handler
+                        .clone()
+                        .serve(super::plugin_transport::PluginTransport::new(conn, &name))
+                        .await
+                        .map_err(|e| start_err(format!("initialize failed: {e}")))
+                }
             }
         };
         let service = tokio::time::timeout(config.connect_timeout, connecting)

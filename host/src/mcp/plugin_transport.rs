@@ -1,0 +1,87 @@
+//! A WebAssembly transport plugin (`transport = "plugin:<name>"`) adapted to rmcp's `Transport`,
+//! so a plugin connection is used exactly like stdio or HTTP.
+//!
+//! The plugin moves JSON-RPC messages as text; this adapter parses what it receives. A message
+//! that is not valid JSON-RPC is reported (naming the plugin) and skipped rather than ending the
+//! session, as a server's stray output on stdio would be.
+use std::sync::Arc;
+use std::time::Duration;
+
+use rkmcp_plugin_host::{ConnectionError, PluginConnection};
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+
+/// How long one guest `receive` may wait before we ask again; short enough that closing the
+/// session is noticed promptly.
+const RECEIVE_POLL: Duration = Duration::from_millis(250);
+
+pub struct PluginTransport {
+    conn: Arc<PluginConnection>,
+    server: String,
+}
+
+impl PluginTransport {
+    pub fn new(conn: PluginConnection, server: &str) -> Self {
+        PluginTransport {
+            conn: Arc::new(conn),
+            server: server.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PluginTransportError {
+    #[error(transparent)]
+    Connection(#[from] ConnectionError),
+    #[error("cannot encode a JSON-RPC message: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+impl rmcp::transport::Transport<RoleClient> for PluginTransport {
+    type Error = PluginTransportError;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let conn = self.conn.clone();
+        async move {
+            let text = serde_json::to_string(&item)?;
+            conn.send(&text).await?;
+            Ok(())
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let conn = self.conn.clone();
+        let server = self.server.clone();
+        async move {
+            loop {
+                match conn.receive(RECEIVE_POLL).await {
+                    Ok(None) => continue,
+                    Ok(Some(text)) => match serde_json::from_str(&text) {
+                        Ok(message) => return Some(message),
+                        Err(err) => {
+                            tracing::warn!(
+                                server = %server,
+                                plugin = %conn.plugin_name(),
+                                "skipping a message that is not JSON-RPC ({err}): {}",
+                                text.chars().take(200).collect::<String>()
+                            );
+                        }
+                    },
+                    Err(ConnectionError::Closed { .. }) => return None,
+                    Err(err) => {
+                        tracing::warn!(server = %server, "transport plugin failed: {err}");
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        let conn = self.conn.clone();
+        async move { Ok(conn.close().await?) }
+    }
+}
