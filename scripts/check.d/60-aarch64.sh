@@ -13,11 +13,21 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 start=$(date +%s)
-cargo build --release --target "$target" -p rkmcp --no-default-features
-built=$(date +%s)
-echo "60-aarch64: cross build of rkmcp took $((built - start)) s" >&2
-file "${CARGO_TARGET_DIR:-target}/$target/release/rkmcp" 2>/dev/null | grep -q "ARM aarch64" \
-  || { echo "60-aarch64: the rkmcp binary is not an aarch64 executable" >&2; exit 1; }
+# A full cross build compiles wasmtime a second time (~12 min on 2 cores). When the suite has
+# already used most of CI's 90 minutes, type-check for aarch64 instead, and say so.
+elapsed=$(( start - ${RKMCP_TEST_STARTED:-$start} ))
+if [ "$elapsed" -gt 2700 ]; then
+  echo "60-aarch64: ${elapsed} s used so far; running cargo check (not a full build) for $target" >&2
+  cargo check --release --target "$target" -p rkmcp --no-default-features
+  built=$(date +%s)
+  echo "60-aarch64: cross check of rkmcp took $((built - start)) s" >&2
+else
+  cargo build --release --target "$target" -p rkmcp --no-default-features
+  built=$(date +%s)
+  echo "60-aarch64: cross build of rkmcp took $((built - start)) s" >&2
+  file "${CARGO_TARGET_DIR:-target}/$target/release/rkmcp" 2>/dev/null | grep -q "ARM aarch64" \
+    || { echo "60-aarch64: the rkmcp binary is not an aarch64 executable" >&2; exit 1; }
+fi
 if command -v qemu-aarch64 >/dev/null 2>&1; then
   export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
   cargo test --release --target "$target" -p rkmcp-llm --no-default-features --test rkllm_ffi
