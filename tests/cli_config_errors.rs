@@ -230,24 +230,39 @@ fn typos_in_plugin_and_model_sections_are_caught() {
     assert_error(
         "rkmcp.toml",
         "[model]\nmax_new_token = 5\n",
-        &["rkmcp.toml", "model.max_new_token", "did you mean `max_new_tokens`?"],
+        &[
+            "rkmcp.toml",
+            "model.max_new_token",
+            "did you mean `max_new_tokens`?",
+        ],
     );
     assert_error(
         "rkmcp.toml",
         "[plugins.grants.x]\nnetwrok = [\"127.0.0.1:1\"]\n",
-        &["rkmcp.toml", "plugins.grants.x.netwrok", "did you mean `network`?"],
+        &[
+            "rkmcp.toml",
+            "plugins.grants.x.netwrok",
+            "did you mean `network`?",
+        ],
     );
 }
 
 #[test]
 fn example_configs_are_valid() {
-    for name in ["example.toml", "quickstart.toml", "claude_desktop_config.json"] {
+    for name in [
+        "example.toml",
+        "quickstart.toml",
+        "claude_desktop_config.json",
+    ] {
         let path = repo().join("config").join(name);
         let dir = tempfile::tempdir().unwrap();
-        let out = rkmcp_command(dir.path(), &["--config", &path.display().to_string(), "config", "check"])
-            .env("RKMCP_DEPS", "/opt/deps")
-            .output()
-            .unwrap();
+        let out = rkmcp_command(
+            dir.path(),
+            &["--config", &path.display().to_string(), "config", "check"],
+        )
+        .env("RKMCP_DEPS", "/opt/deps")
+        .output()
+        .unwrap();
         assert!(out.status.success(), "{name}: {}", stderr(&out));
     }
 }
