@@ -12,6 +12,15 @@ use super::{
 use crate::config::{self, Config};
 use crate::mcp::SessionManager;
 
+/// 1 when something failed at run time (a server, a tool), else 0.
+fn exit_code(failed: bool) -> ExitCode {
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn load(ctx: &Context) -> anyhow::Result<Config> {
     Ok(config::load(&ctx.global)?)
 }
@@ -180,11 +189,7 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                 }
                 output::print_table(&t)?;
             }
-            Ok(if failed {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(exit_code(failed))
         }
         ServersCommand::Ping { server } => {
             let manager = start(ctx, &config, server.as_deref()).await?;
@@ -220,11 +225,7 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                     }
                 }
             }
-            Ok(if failed {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(exit_code(failed))
         }
     }
 }
@@ -270,11 +271,7 @@ pub async fn tools(ctx: &Context, cmd: ToolsCommand) -> anyhow::Result<ExitCode>
             }
             let failed = !manager.failures().is_empty();
             manager.shutdown().await;
-            Ok(if failed {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(exit_code(failed))
         }
         ToolsCommand::Call { name, args, pairs } => {
             let only = name.split_once('/').map(|(s, _)| s.to_string());
@@ -313,11 +310,7 @@ pub async fn tools(ctx: &Context, cmd: ToolsCommand) -> anyhow::Result<ExitCode>
                     output::warn(format!("tool `{name}` reported an error"));
                 }
             }
-            Ok(if is_error {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(exit_code(is_error))
         }
     }
 }
