@@ -135,7 +135,6 @@ async fn rmcp_direct(t: &Target, calls: usize, in_flight: usize) -> anyhow::Resu
     };
     let (s, throughput) = drive(calls, in_flight, || {
         let peer = peer.clone();
-        let call = call.clone();
         async move { call(peer).await.map(|_| ()).map_err(anyhow::Error::from) }
     })
     .await?;
@@ -145,7 +144,7 @@ async fn rmcp_direct(t: &Target, calls: usize, in_flight: usize) -> anyhow::Resu
 
 async fn rkmcp_session(t: &Target, calls: usize, in_flight: usize) -> anyhow::Result<(Stats, f64)> {
     let dir = tempfile::tempdir()?;
-    let config = one_server_config(dir.path(), &[t.clone()])?;
+    let config = one_server_config(dir.path(), std::slice::from_ref(t))?;
     let manager = SessionManager::start(&config, None).await;
     if let Some(f) = manager.failures().first() {
         anyhow::bail!("{}", f.error);
