@@ -262,3 +262,49 @@ async fn bad_config_is_reported_as_config_errors() {
         }
     }
 }
+
+/// `transport = "plugin:transport-websocket"` in rkmcp's config: the session manager builds the
+/// plugin host, connects through the plugin and uses the server like any stdio or HTTP one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_transport_is_used_like_any_other_server() {
+    let server = WsServer::start();
+    let f = Fixture::new(&[(PLUGIN, PLUGIN)]);
+    let toml = format!(
+        "[[servers]]\nname = \"ws\"\ntransport = \"plugin:{PLUGIN}\"\n\n\
+         [plugins]\ndirs = [{dir:?}]\ndefault_dir = false\ncache_dir = {cache:?}\n\n\
+         [plugins.grants.{PLUGIN}]\ncall_timeout_ms = 10000\nnetwork = [\"127.0.0.1:{port}\"]\n\
+         config = {{ url = \"{url}\" }}\n",
+        dir = f.plugins.path().display().to_string(),
+        cache = support::shared_cache().display().to_string(),
+        port = server.port,
+        url = server.url,
+    );
+    let path = f.data.path().join("rkmcp.toml");
+    std::fs::write(&path, &toml).expect("write config");
+    let config = rkmcp::config::load_str(&path, &toml).unwrap_or_else(|e| panic!("{e}"));
+    let manager = rkmcp::mcp::SessionManager::start(&config, None).await;
+    assert!(manager.failures().is_empty(), "{:?}", manager.failures());
+    let (tools, _) = manager.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"ws__add"), "{names:?}");
+    let sum = manager
+        .call_tool("ws__add", json!({"a": 20, "b": 22}).as_object().cloned())
+        .await
+        .expect("call through the plugin");
+    assert!(
+        serde_json::to_string(&sum)
+            .unwrap_or_default()
+            .contains("42"),
+        "{sum:?}"
+    );
+    manager.shutdown().await;
+
+    // Without the network grant the server fails to start, with the reason.
+    let denied = toml.replace(&format!("network = [\"127.0.0.1:{}\"]\n", server.port), "");
+    let config = rkmcp::config::load_str(&path, &denied).unwrap_or_else(|e| panic!("{e}"));
+    let manager = rkmcp::mcp::SessionManager::start(&config, None).await;
+    let failure = &manager.failures()[0];
+    assert!(failure.error.contains("server `ws`"), "{}", failure.error);
+    assert!(failure.error.contains("grant"), "{}", failure.error);
+    manager.shutdown().await;
+}

@@ -17,14 +17,53 @@ const RECEIVE_POLL: Duration = Duration::from_millis(250);
 
 pub struct PluginTransport {
     conn: Arc<PluginConnection>,
-    server: String,
+    /// Messages read by the reader task. rmcp drops `receive` futures when it has something to
+    /// send; a guest call cut off half-way would leave the plugin's store unusable, so the guest
+    /// is only ever called from this task, which is never cancelled mid-call.
+    incoming: tokio::sync::mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
 }
 
 impl PluginTransport {
     pub fn new(conn: PluginConnection, server: &str) -> Self {
-        PluginTransport {
-            conn: Arc::new(conn),
-            server: server.to_string(),
+        let conn = Arc::new(conn);
+        let (tx, incoming) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(read_loop(conn.clone(), server.to_string(), tx));
+        PluginTransport { conn, incoming }
+    }
+}
+
+async fn read_loop(
+    conn: Arc<PluginConnection>,
+    server: String,
+    tx: tokio::sync::mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
+) {
+    loop {
+        match conn.receive(RECEIVE_POLL).await {
+            Ok(None) => {
+                if tx.is_closed() {
+                    return;
+                }
+            }
+            Ok(Some(text)) => match serde_json::from_str(&text) {
+                Ok(message) => {
+                    if tx.send(message).await.is_err() {
+                        return;
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(
+                        server = %server,
+                        plugin = %conn.plugin_name(),
+                        "skipping a message that is not JSON-RPC ({err}): {}",
+                        text.chars().take(200).collect::<String>()
+                    );
+                }
+            },
+            Err(ConnectionError::Closed { .. }) => return,
+            Err(err) => {
+                tracing::warn!(server = %server, "transport plugin failed: {err}");
+                return;
+            }
         }
     }
 }
@@ -53,31 +92,7 @@ impl rmcp::transport::Transport<RoleClient> for PluginTransport {
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        let conn = self.conn.clone();
-        let server = self.server.clone();
-        async move {
-            loop {
-                match conn.receive(RECEIVE_POLL).await {
-                    Ok(None) => continue,
-                    Ok(Some(text)) => match serde_json::from_str(&text) {
-                        Ok(message) => return Some(message),
-                        Err(err) => {
-                            tracing::warn!(
-                                server = %server,
-                                plugin = %conn.plugin_name(),
-                                "skipping a message that is not JSON-RPC ({err}): {}",
-                                text.chars().take(200).collect::<String>()
-                            );
-                        }
-                    },
-                    Err(ConnectionError::Closed { .. }) => return None,
-                    Err(err) => {
-                        tracing::warn!(server = %server, "transport plugin failed: {err}");
-                        return None;
-                    }
-                }
-            }
-        }
+        self.incoming.recv()
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
