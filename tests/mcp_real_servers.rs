@@ -1,20 +1,11 @@
 //! MCP sessions against real servers: server-everything over stdio and streamable HTTP,
 //! mcp-server-time, server-filesystem on a temp dir.
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rkmcp::config;
 use rkmcp::mcp::SessionManager;
 use rkmcp_tests::*;
 use serde_json::{Value, json};
-
-fn load(dir: &Path, toml: &str) -> config::Config {
-    let path = write(dir, "rkmcp.toml", toml);
-    let mut c = config::load_str(&path, toml).unwrap_or_else(|e| panic!("{e}"));
-    c.log_dir = dir.join("logs");
-    c
-}
 
 fn args(map: Value) -> Option<serde_json::Map<String, Value>> {
     map.as_object().cloned()
@@ -35,7 +26,7 @@ async fn everything_over_stdio_lists_calls_reads_and_renders_prompts() {
     let dir = tempfile::tempdir().unwrap();
     let (node, mut a) = everything_cmd();
     a.push("stdio".into());
-    let config = load(dir.path(), &stdio_entry("everything", &node, &a, ""));
+    let config = load_config(dir.path(), &stdio_entry("everything", &node, &a, ""));
     let manager = SessionManager::start(&config, None).await;
     assert!(manager.failures().is_empty(), "{:?}", manager.failures());
 
@@ -148,7 +139,7 @@ async fn everything_over_streamable_http() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let config = load(
+    let config = load_config(
         dir.path(),
         &format!(
             "[[servers]]\nname = \"web\"\nurl = {}\nheaders = {{ X-Test = \"yes\" }}\n",
@@ -194,7 +185,7 @@ async fn time_and_filesystem_servers_together() {
         ),
         stdio_entry("fs", &node, &fs_args, "")
     );
-    let config = load(dir.path(), &toml);
+    let config = load_config(dir.path(), &toml);
     let manager = SessionManager::start(&config, None).await;
     assert!(manager.failures().is_empty(), "{:?}", manager.failures());
 

@@ -1,10 +1,8 @@
 //! Session behaviour the public servers cannot show, against our own fixture server:
 //! pagination, `list_changed` refresh, colliding tool names, a server that dies at start, one
 //! that never answers, a request that times out, and no orphaned children.
-use std::path::Path;
 use std::time::Duration;
 
-use rkmcp::config;
 use rkmcp::mcp::{ListKind, SessionEvent, SessionManager};
 use rkmcp_tests::*;
 use serde_json::{Value, json};
@@ -16,17 +14,10 @@ fn fixture(name: &str, args: &[&str], extra: &str) -> String {
     stdio_entry(name, FIXTURE, &args, extra)
 }
 
-fn load(dir: &Path, toml: &str) -> config::Config {
-    let path = write(dir, "rkmcp.toml", toml);
-    let mut c = config::load_str(&path, toml).unwrap_or_else(|e| panic!("{e}"));
-    c.log_dir = dir.join("logs");
-    c
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn lists_are_fetched_across_all_pages() {
     let dir = tempfile::tempdir().unwrap();
-    let config = load(
+    let config = load_config(
         dir.path(),
         &fixture("paged", &["--tools", "25", "--page-size", "4"], ""),
     );
@@ -44,7 +35,7 @@ async fn lists_are_fetched_across_all_pages() {
 #[tokio::test(flavor = "multi_thread")]
 async fn tool_list_is_refreshed_on_list_changed() {
     let dir = tempfile::tempdir().unwrap();
-    let config = load(dir.path(), &fixture("dyn", &["--page-size", "2"], ""));
+    let config = load_config(dir.path(), &fixture("dyn", &["--page-size", "2"], ""));
     let manager = SessionManager::start(&config, None).await;
     let session = manager.session("dyn").unwrap().clone();
     let before = session.catalog();
@@ -89,7 +80,7 @@ async fn colliding_tool_names_are_resolved_and_reported() {
         fixture("alpha", &[], "prefix = \"\""),
         fixture("beta", &[], "prefix = \"\"")
     );
-    let config = load(dir.path(), &toml);
+    let config = load_config(dir.path(), &toml);
     let manager = SessionManager::start(&config, None).await;
     let (tools, collisions) = manager.tools();
     let echo: Vec<_> = tools.iter().filter(|t| t.tool.name == "echo").collect();
@@ -146,7 +137,7 @@ async fn a_failing_server_does_not_stop_the_others() {
         fixture("dies", &["--die"], ""),
         stdio_entry("missing", "/nonexistent/mcp-server", &[], "")
     );
-    let config = load(dir.path(), &toml);
+    let config = load_config(dir.path(), &toml);
     let manager = SessionManager::start(&config, None).await;
     assert!(manager.session("good").is_some());
     let failures = manager.failures();
@@ -200,7 +191,7 @@ async fn a_server_that_never_answers_times_out() {
         fixture("silent", &["--hang"], "connect_timeout = \"1s\""),
         fixture("slow", &[], "request_timeout = \"500ms\"")
     );
-    let config = load(dir.path(), &toml);
+    let config = load_config(dir.path(), &toml);
     let started = std::time::Instant::now();
     let manager = SessionManager::start(&config, None).await;
     let silent = &manager.failures()[0];

@@ -93,6 +93,14 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// Writes `toml` as `dir/rkmcp.toml` and loads it, with server logs kept in `dir/logs`.
+pub fn load_config(dir: &Path, toml: &str) -> rkmcp::config::Config {
+    let path = write(dir, "rkmcp.toml", toml);
+    let mut c = rkmcp::config::load_str(&path, toml).unwrap_or_else(|e| panic!("{e}"));
+    c.log_dir = dir.join("logs");
+    c
+}
+
 /// TOML string literal (paths may contain backslashes or quotes).
 pub fn toml_str(s: &str) -> String {
     toml_escape(s)
