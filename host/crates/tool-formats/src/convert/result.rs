@@ -190,6 +190,12 @@ fn truncate(s: String, max_chars: usize) -> String {
     )
 }
 
+/// The result body alone (binary content described, long bodies truncated with a visible notice),
+/// for chat templates that put their own wrapper around tool turns (Qwen's `<tool_response>`).
+pub fn result_body(result: &CallToolResultLike, opts: &ResultOptions) -> String {
+    truncate(body(result), opts.max_chars)
+}
+
 /// [`format_tool_result_with`] with the default limit.
 pub fn format_tool_result(
     format: ToolFormat,

@@ -1,0 +1,99 @@
+//! What the model is shown: the system prompt with the tool section, the grammar that constrains
+//! a round, and the tool definitions in the form each format and backend expects.
+use rkmcp_llm::BackendInfo;
+use rkmcp_tool_formats::ToolFormat;
+use rkmcp_tool_formats::convert::{
+    GrammarMode, PromptStyle, ToolDef, gbnf_grammar_with, render_tool_section_for,
+    rkllm_function_tools_json,
+};
+
+use super::settings::{Auto, ChatSettings, ToolChoice};
+
+/// Said before the tool section when the config has no `system_prompt`. Short on purpose: the
+/// embedded model has a 2k-token window and the tool section comes after it.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant.";
+
+/// The tools of one conversation in the form the model sees them, and how it is asked to call them.
+#[derive(Debug, Clone)]
+pub struct ToolPlan {
+    pub format: ToolFormat,
+    pub style: PromptStyle,
+    /// Tool definitions under their exposed (namespaced) names.
+    pub tools: Vec<ToolDef>,
+}
+
+impl ToolPlan {
+    /// Picks the call format and prompt style: the config's choice, else guessed from the model's
+    /// chat template name and file name.
+    pub fn new(settings: &ChatSettings, info: &BackendInfo, tools: Vec<ToolDef>) -> ToolPlan {
+        let format = match settings.tool_format {
+            Auto::Set(f) => f,
+            Auto::Auto => guess_format(info),
+        };
+        let style = match settings.prompt_style {
+            Auto::Set(s) => s,
+            Auto::Auto => format.default_prompt_style(),
+        };
+        ToolPlan {
+            format,
+            style,
+            tools,
+        }
+    }
+
+    /// Whether tools are offered at all this turn.
+    pub fn offers_tools(&self, settings: &ChatSettings) -> bool {
+        !self.tools.is_empty() && settings.tool_choice != ToolChoice::None
+    }
+}
+
+/// The format for a model nobody configured: from template markers, then the model's file name.
+pub fn guess_format(info: &BackendInfo) -> ToolFormat {
+    let model = info
+        .model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned());
+    ToolFormat::guess(Some(&info.chat_template), model.as_deref())
+}
+
+/// The whole system prompt: the configured (or default) prompt, then the tool section.
+pub fn system_prompt(settings: &ChatSettings, plan: &ToolPlan, native_tools: bool) -> String {
+    let base = settings
+        .system_prompt
+        .as_deref()
+        .unwrap_or(DEFAULT_SYSTEM_PROMPT)
+        .trim();
+    // A backend with native function calling puts the tool list into its own template.
+    if !plan.offers_tools(settings) || native_tools {
+        return base.to_string();
+    }
+    let section = render_tool_section_for(plan.style, plan.format, &plan.tools);
+    format!("{base}\n\n{section}")
+}
+
+/// The grammar for `round` (1-based) of a turn, or `None` to let the model write freely.
+///
+/// `tool_choice = required` forces a call in the first round only: after a result the model
+/// must be able to answer.
+pub fn grammar_for_round(
+    settings: &ChatSettings,
+    plan: &ToolPlan,
+    backend_has_grammar: bool,
+    round: u32,
+) -> Option<String> {
+    if !settings.constrained_decoding || !backend_has_grammar || !plan.offers_tools(settings) {
+        return None;
+    }
+    let mode = if settings.tool_choice == ToolChoice::Required && round == 1 {
+        GrammarMode::CallOnly
+    } else {
+        GrammarMode::CallOrAnswer
+    };
+    gbnf_grammar_with(plan.format, &plan.tools, mode)
+}
+
+/// The tool list as RKLLM's `rkllm_set_function_tools` takes it, for backends with native tools.
+pub fn native_tools_json(settings: &ChatSettings, plan: &ToolPlan) -> Option<String> {
+    plan.offers_tools(settings)
+        .then(|| rkllm_function_tools_json(&plan.tools))
+}

@@ -1,0 +1,115 @@
+//! The `[chat]` table: how the chat loop presents tools, constrains the model and bounds its work.
+use serde::{Deserialize, Serialize};
+
+use rkmcp_tool_formats::ToolFormat;
+use rkmcp_tool_formats::convert::PromptStyle;
+
+use super::approval::ApprovalConfig;
+
+/// `auto` or a named value; `auto` is decided from the model's chat template and name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Auto<T> {
+    #[default]
+    Auto,
+    Set(T),
+}
+
+impl<'de, T: std::str::FromStr> Deserialize<'de> for Auto<T>
+where
+    T::Err: std::fmt::Display,
+{
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.trim().eq_ignore_ascii_case("auto") {
+            return Ok(Auto::Auto);
+        }
+        s.parse().map(Auto::Set).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<T: std::fmt::Display> Serialize for Auto<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Auto::Auto => s.serialize_str("auto"),
+            Auto::Set(v) => s.serialize_str(&v.to_string()),
+        }
+    }
+}
+
+/// Whether the model may, must or must not call a tool in the first round of a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides (a grammar allows an answer or a call).
+    #[default]
+    Auto,
+    /// The first round must be a call (grammar in call-only mode); later rounds may answer.
+    Required,
+    /// Tools are not offered.
+    None,
+}
+
+impl std::fmt::Display for ToolChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+        })
+    }
+}
+
+impl std::str::FromStr for ToolChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(ToolChoice::Auto),
+            "required" => Ok(ToolChoice::Required),
+            "none" => Ok(ToolChoice::None),
+            other => Err(format!(
+                "unknown tool choice `{other}` (expected auto, required or none)"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChatSettings {
+    /// The system prompt before the tool section.
+    pub system_prompt: Option<String>,
+    /// How the model writes calls (`auto`: from the chat template, then the model name).
+    pub tool_format: Auto<ToolFormat>,
+    /// How tools are listed in the system prompt (`auto`: the format's own style).
+    pub prompt_style: Auto<PromptStyle>,
+    pub tool_choice: ToolChoice,
+    /// Constrain the CPU backend with a grammar so a call, once started, is a valid call of a
+    /// listed tool with schema-valid arguments.
+    pub constrained_decoding: bool,
+    /// Generate → call → feed back, at most this many times per user turn.
+    pub max_rounds: u32,
+    /// How many times one turn may hand invalid calls back to the model to fix.
+    pub max_fix_attempts: u32,
+    /// Run the independent calls of one response concurrently.
+    pub parallel_calls: bool,
+    /// Characters of a tool result kept for the model (a notice marks the cut).
+    pub result_max_chars: usize,
+    pub approval: ApprovalConfig,
+}
+
+impl Default for ChatSettings {
+    fn default() -> Self {
+        ChatSettings {
+            system_prompt: None,
+            tool_format: Auto::Auto,
+            prompt_style: Auto::Auto,
+            tool_choice: ToolChoice::Auto,
+            constrained_decoding: true,
+            max_rounds: 5,
+            max_fix_attempts: 2,
+            parallel_calls: true,
+            result_max_chars: rkmcp_tool_formats::convert::DEFAULT_RESULT_LIMIT,
+            approval: ApprovalConfig::default(),
+        }
+    }
+}
