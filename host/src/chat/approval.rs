@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ApprovalConfig {}
+pub struct ApprovalConfig {
+    pub guards: Vec<String>,
+}
 
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {

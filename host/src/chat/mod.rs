@@ -5,6 +5,13 @@
 //! [`validate`] (arguments against the tool's schema) → [`approval`] (policy, guard plugins, the
 //! user) → MCP sessions → results fed back. [`engine`] runs that loop for `rkmcp chat` and `ask`.
 pub mod approval;
+pub mod engine;
 pub mod prompt;
 pub mod settings;
+pub mod start;
+pub mod transcript;
 pub mod validate;
+
+pub use engine::{ChatEngine, ChatEvent, TurnOutcome};
+pub use settings::ChatSettings;
+pub use start::{ChatOptions, StartedChat, start_chat};

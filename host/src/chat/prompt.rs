@@ -81,6 +81,9 @@ pub fn grammar_for_round(
     backend_has_grammar: bool,
     round: u32,
 ) -> Option<String> {
+    if let Some(g) = &settings.grammar {
+        return Some(g.clone());
+    }
     if !settings.constrained_decoding || !backend_has_grammar || !plan.offers_tools(settings) {
         return None;
     }

@@ -94,7 +94,12 @@ pub struct ChatSettings {
     pub parallel_calls: bool,
     /// Characters of a tool result kept for the model (a notice marks the cut).
     pub result_max_chars: usize,
+    /// Extra stop sequences.
+    pub stop: Vec<String>,
     pub approval: ApprovalConfig,
+    /// A grammar for every round instead of the generated one (`ask --grammar`); not a config key.
+    #[serde(skip)]
+    pub grammar: Option<String>,
 }
 
 impl Default for ChatSettings {
@@ -109,7 +114,9 @@ impl Default for ChatSettings {
             max_fix_attempts: 2,
             parallel_calls: true,
             result_max_chars: rkmcp_tool_formats::convert::DEFAULT_RESULT_LIMIT,
+            stop: Vec::new(),
             approval: ApprovalConfig::default(),
+            grammar: None,
         }
     }
 }

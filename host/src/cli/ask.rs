@@ -1,14 +1,14 @@
-//! `rkmcp ask` — one question, the answer streamed to stdout (status and stats to stderr).
-use std::io::{IsTerminal, Read, Write};
+//! `rkmcp ask` — one question, answered with the help of MCP tools; the answer is streamed to
+//! stdout, tool calls and stats go to stderr.
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use rkmcp_llm::{
-    AbiSetting, BackendKind, FinishReason, GenerateRequest, LlmError, Message, ModelConfig,
-    SharedBackend,
-};
+use rkmcp_llm::{AbiSetting, BackendKind, LlmError, ModelConfig};
+use tokio_util::sync::CancellationToken;
 
-use super::{Context, UsageError};
+use super::{Context, UsageError, status};
+use crate::chat::{ChatOptions, ChatSettings, start_chat};
 
 /// Model selection and sampling flags shared by `ask` and `doctor`. Each overrides the `[model]`
 /// table of the config.
@@ -92,20 +92,77 @@ impl ModelArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+With MCP servers configured, the model may call their tools: each call is shown on stderr,
+checked against the tool's schema and approved by [chat.approval] (or --yes) before it runs;
+its result goes back to the model, which then answers. Without a terminal nobody can approve a
+call, so calls that need approval are denied unless --yes is given or an auto_approve rule
+matches. --json prints the whole transcript (messages, calls, approvals, results, stats).")]
 pub struct AskArgs {
     /// The question; read from stdin when omitted.
     pub prompt: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
-    /// System prompt.
-    #[arg(long)]
-    pub system: Option<String>,
-    /// A GBNF grammar file the answer must match (llama backend).
+    #[command(flatten)]
+    pub chat: ChatArgs,
+    /// Approve every tool call (for scripts and tests; guard plugins can still deny).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// A GBNF grammar file the answer must match (llama backend; implies --no-tools).
     #[arg(long, value_name = "FILE")]
     pub grammar: Option<PathBuf>,
+}
+
+/// Chat-loop flags shared by `ask` and `chat`. Each overrides the `[chat]` table of the config.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ChatArgs {
+    /// System prompt (before the tool list).
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Do not start MCP servers: a plain conversation with the model.
+    #[arg(long)]
+    pub no_tools: bool,
+    /// Start only this configured server.
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// How the model writes tool calls (e.g. hermes, tool-call-json, llama3); default: from the
+    /// model's chat template and name.
+    #[arg(long, value_name = "FORMAT")]
+    pub tool_format: Option<rkmcp_tool_formats::ToolFormat>,
+    /// auto: the model decides; required: the first round must call a tool; none: no tools.
+    #[arg(long, value_name = "auto|required|none")]
+    pub tool_choice: Option<crate::chat::settings::ToolChoice>,
+    /// Let the model write freely instead of constraining calls with a grammar.
+    #[arg(long)]
+    pub no_constrain: bool,
+    /// Most generate → call rounds per question.
+    #[arg(long, value_name = "N")]
+    pub max_rounds: Option<u32>,
     /// Stop before this text (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub stop: Vec<String>,
+}
+
+impl ChatArgs {
+    pub fn apply(&self, mut settings: ChatSettings) -> ChatSettings {
+        if let Some(v) = &self.system {
+            settings.system_prompt = Some(v.clone());
+        }
+        if let Some(v) = self.tool_format {
+            settings.tool_format = crate::chat::settings::Auto::Set(v);
+        }
+        if let Some(v) = self.tool_choice {
+            settings.tool_choice = v;
+        }
+        if self.no_constrain {
+            settings.constrained_decoding = false;
+        }
+        if let Some(v) = self.max_rounds {
+            settings.max_rounds = v;
+        }
+        settings.stop.extend(self.stop.iter().cloned());
+        settings
+    }
 }
 
 /// The `[model]` table of the configuration, with CLI flags applied on top.
@@ -135,7 +192,9 @@ pub(crate) fn llm_error(err: LlmError) -> anyhow::Error {
 }
 
 pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
-    let config = model_config(ctx, &args.model)?;
+    let config = crate::config::load(&ctx.global)?;
+    let model = model_config(ctx, &args.model)?;
+    let mut settings = args.chat.apply(config.section::<ChatSettings>("chat")?);
     let prompt = match args.prompt {
         Some(p) => p,
         None => {
@@ -153,81 +212,79 @@ pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
     if prompt.trim().is_empty() {
         return Err(UsageError("the prompt is empty".into()).into());
     }
-    let grammar = match &args.grammar {
-        Some(path) => Some(
+    if let Some(path) = &args.grammar {
+        settings.grammar = Some(
             std::fs::read_to_string(path)
                 .map_err(|e| UsageError(format!("cannot read grammar {}: {e}", path.display())))?,
-        ),
-        None => None,
-    };
-
-    let backend = SharedBackend::open(config).await.map_err(llm_error)?;
-    let info = backend.info().clone();
-    if !ctx.global.json {
-        eprintln!(
-            "rkmcp: {} · {} · template {}",
-            info.backend,
-            info.model.display(),
-            info.chat_template
         );
     }
-    let mut messages = Vec::new();
-    if let Some(system) = args.system {
-        messages.push(Message::system(system));
-    }
-    messages.push(Message::user(prompt));
-    let mut request = GenerateRequest::new(messages);
-    request.stop = args.stop;
-    request.grammar = grammar;
 
-    let mut stream = backend.generate(request);
-    let mut stdout = std::io::stdout();
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    let mut interrupted = false;
-    loop {
-        tokio::select! {
-            chunk = stream.chunks.recv() => match chunk {
-                Some(text) => {
-                    if !ctx.global.json {
-                        stdout.write_all(text.as_bytes())?;
-                        stdout.flush()?;
-                    }
-                }
-                None => break,
-            },
-            _ = &mut ctrl_c, if !interrupted => {
-                interrupted = true;
-                stream.abort.abort();
+    let started = start_chat(
+        &config,
+        ChatOptions {
+            model,
+            settings,
+            // `ask` is for scripts: nobody answers approval questions (use --yes or auto_approve).
+            prompter: None,
+            yes: args.yes,
+            only_server: args.chat.server.clone(),
+            no_tools: args.chat.no_tools || args.grammar.is_some(),
+        },
+    )
+    .await?;
+    let mut engine = started.engine;
+    let json = ctx.global.json;
+    if !json {
+        status::print_start(&engine, &started.failures);
+    }
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let printer = tokio::spawn(async move {
+        let mut out = status::Printer::new();
+        while let Some(event) = rx.recv().await {
+            if !json {
+                out.show(&event);
             }
         }
-    }
-    let generation = stream.finish().await.map_err(llm_error)?;
-    if ctx.global.json {
+        out
+    });
+    let turn = {
+        let cancel_on_ctrl_c = cancel.clone();
+        let watcher = tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel_on_ctrl_c.cancel();
+            }
+        });
+        let r = engine.turn(&prompt, &tx, cancel.clone()).await;
+        watcher.abort();
+        r
+    };
+    drop(tx);
+    let printer = printer.await.ok();
+    let outcome = match turn {
+        Ok(o) => o,
+        Err(err) => {
+            engine.into_sessions_shutdown().await;
+            return Err(err);
+        }
+    };
+    if json {
         let out = serde_json::json!({
-            "answer": generation.text,
-            "finish": generation.finish,
-            "stats": generation.stats,
-            "backend": info.backend,
-            "model": info.model,
+            "answer": outcome.answer,
+            "cancelled": outcome.cancelled,
+            "rounds": outcome.rounds,
+            "tool_calls": outcome.tool_calls,
+            "server_failures": started.failures,
+            "transcript": engine.transcript(),
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        println!();
-        let s = &generation.stats;
-        eprintln!(
-            "rkmcp: {:?} · prompt {} tok ({:.0} tok/s) · {} tok at {:.1} tok/s · first token {:.0} ms · peak RSS {:.0} MiB",
-            generation.finish,
-            s.prompt_tokens,
-            s.prefill_tokens_per_s,
-            s.generated_tokens,
-            s.tokens_per_s,
-            s.time_to_first_token_ms,
-            s.peak_rss_mib
-        );
+    } else if let Some(p) = printer {
+        p.finish();
     }
-    if generation.finish == FinishReason::Aborted {
-        eprintln!("rkmcp: aborted");
+    engine.into_sessions_shutdown().await;
+    if outcome.cancelled {
+        eprintln!("rkmcp: interrupted");
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)

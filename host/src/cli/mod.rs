@@ -12,6 +12,7 @@ mod ask;
 mod doctor;
 mod models;
 mod plugins;
+pub mod status;
 
 /// A mistake in how rkmcp was invoked (exit code 2).
 #[derive(Debug, thiserror::Error)]

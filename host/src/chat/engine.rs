@@ -1,0 +1,777 @@
+//! One user turn: generate, detect calls, validate, approve, call (concurrently), feed the
+//! results back, and repeat until the model answers or a limit is reached.
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use rkmcp_llm::{FinishReason, GenerateRequest, Message, SharedBackend, Stats};
+use rkmcp_tool_formats::convert::{
+    CallToolResultLike, ContentItem, ResultOptions, ToolDef, example_call, format_tool_result_with,
+    result_body,
+};
+use rkmcp_tool_formats::{DetectorEvent, ToolCall, ToolCallDetector};
+
+use super::approval::{ApprovalRequest, Approver, Verdict};
+use super::prompt::{self, ToolPlan};
+use super::settings::ChatSettings;
+use super::transcript::{CallOutcome, CallRecord, Rejection, RoundRecord, Transcript, TurnRecord};
+use super::validate::{ArgumentValidator, Coercion};
+use crate::mcp::manager::{ExposedTool, SessionManager};
+
+/// What happens during a turn, as it happens (for the terminal, or a script).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case", tag = "event")]
+pub enum ChatEvent {
+    /// A generation starts.
+    Round {
+        round: u32,
+    },
+    /// Answer text for the user, streamed (call markers removed).
+    Text {
+        text: String,
+    },
+    /// The model asked for a valid call; approval comes next.
+    ToolCall {
+        id: String,
+        name: String,
+        server: String,
+        tool: String,
+        arguments: Value,
+    },
+    Approval {
+        id: String,
+        verdict: Verdict,
+    },
+    ToolResult {
+        id: String,
+        name: String,
+        is_error: bool,
+        duration_ms: f64,
+        /// The first line of what the model is given back.
+        summary: String,
+    },
+    /// A call that was not run (unparseable, unknown tool, invalid arguments); the error goes
+    /// back to the model so it can fix it.
+    Rejected {
+        id: Option<String>,
+        name: Option<String>,
+        error: String,
+    },
+    /// A generation ended.
+    Generated {
+        stats: Stats,
+        finish: FinishReason,
+    },
+    /// Something the user should know (limits reached, cancellation).
+    Notice {
+        message: String,
+    },
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TurnOutcome {
+    /// The visible text of the last round.
+    pub answer: String,
+    pub cancelled: bool,
+    pub rounds: u32,
+    /// Calls that ran (successfully or not).
+    pub tool_calls: usize,
+}
+
+/// A call the model proposed that passed detection, lookup and validation.
+struct Pending {
+    call: ToolCall,
+    exposed: ExposedTool,
+    coercions: Vec<Coercion>,
+}
+
+/// The chat loop shared by `rkmcp chat` and `rkmcp ask`.
+pub struct ChatEngine {
+    backend: SharedBackend,
+    sessions: Arc<SessionManager>,
+    settings: ChatSettings,
+    approver: Approver,
+    validator: ArgumentValidator,
+    plan: ToolPlan,
+    exposed: Vec<ExposedTool>,
+    /// The conversation without the system prompt (rebuilt each round from the current tools).
+    history: Vec<Message>,
+    transcript: Transcript,
+    /// Counts calls across the whole conversation, so ids stay unique.
+    calls_made: u64,
+}
+
+impl ChatEngine {
+    pub fn new(
+        backend: SharedBackend,
+        sessions: Arc<SessionManager>,
+        settings: ChatSettings,
+        approver: Approver,
+    ) -> ChatEngine {
+        let info = backend.info().clone();
+        let plan = ToolPlan::new(&settings, &info, Vec::new());
+        let transcript = Transcript {
+            model: info.model.display().to_string(),
+            backend: info.backend.to_string(),
+            chat_template: info.chat_template.clone(),
+            tool_format: plan.format.to_string(),
+            prompt_style: plan.style.to_string(),
+            ..Transcript::default()
+        };
+        let mut engine = ChatEngine {
+            backend,
+            sessions,
+            settings,
+            approver,
+            validator: ArgumentValidator::new(),
+            plan,
+            exposed: Vec::new(),
+            history: Vec::new(),
+            transcript,
+            calls_made: 0,
+        };
+        engine.refresh_tools();
+        engine
+    }
+
+    /// Re-reads the tools of every live server (they change on `list_changed`).
+    pub fn refresh_tools(&mut self) {
+        let (exposed, _) = self.sessions.tools();
+        self.plan.tools = exposed.iter().map(tool_def).collect();
+        self.exposed = exposed;
+    }
+
+    pub fn plan(&self) -> &ToolPlan {
+        &self.plan
+    }
+
+    pub fn settings(&self) -> &ChatSettings {
+        &self.settings
+    }
+
+    pub fn sessions(&self) -> &Arc<SessionManager> {
+        &self.sessions
+    }
+
+    /// Ends the chat: closes every server session (children get their shutdown sequence).
+    pub async fn into_sessions_shutdown(self) {
+        let sessions = self.sessions;
+        drop(self.approver);
+        match Arc::try_unwrap(sessions) {
+            Ok(s) => s.shutdown().await,
+            Err(_) => tracing::debug!("sessions still shared at the end of the chat"),
+        }
+    }
+
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// The conversation so far, without the system prompt.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// Adds a message (a resource's text, a prompt template's messages) to the conversation.
+    pub fn push_context(&mut self, message: Message) {
+        self.history.push(message);
+        self.transcript.messages = self.messages();
+    }
+
+    /// Forgets the conversation (the transcript keeps the earlier turns).
+    pub fn clear(&mut self) {
+        self.history.clear();
+        self.transcript.messages = self.messages();
+    }
+
+    /// The system prompt for the current tools.
+    pub fn system_prompt(&self) -> String {
+        prompt::system_prompt(
+            &self.settings,
+            &self.plan,
+            self.backend.info().capabilities.native_tools,
+        )
+    }
+
+    fn messages(&self) -> Vec<Message> {
+        let mut m = Vec::with_capacity(self.history.len() + 1);
+        m.push(Message::system(self.system_prompt()));
+        m.extend(self.history.iter().cloned());
+        m
+    }
+
+    /// Runs one user turn to its end: an answer, a limit, or `cancel`. An empty `input` continues
+    /// the conversation as it is (after [`push_context`](Self::push_context) of a prompt).
+    pub async fn turn(
+        &mut self,
+        input: &str,
+        events: &UnboundedSender<ChatEvent>,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<TurnOutcome> {
+        let started = Instant::now();
+        self.refresh_tools();
+        if !input.is_empty() {
+            self.history.push(Message::user(input));
+        }
+        let mut record = TurnRecord {
+            user: input.to_string(),
+            ..TurnRecord::default()
+        };
+        let result = self.run_rounds(events, &cancel, &mut record).await;
+        record.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.transcript.messages = self.messages();
+        self.transcript.turns.push(record.clone());
+        let outcome = result?;
+        Ok(outcome)
+    }
+
+    async fn run_rounds(
+        &mut self,
+        events: &UnboundedSender<ChatEvent>,
+        cancel: &CancellationToken,
+        record: &mut TurnRecord,
+    ) -> anyhow::Result<TurnOutcome> {
+        let info = self.backend.info().clone();
+        let offers_tools = self.plan.offers_tools(&self.settings);
+        let max_rounds = self.settings.max_rounds.max(1);
+        let mut outcome = TurnOutcome::default();
+        let mut fix_attempts = 0u32;
+        for round in 1..=max_rounds {
+            outcome.rounds = round;
+            let _ = events.send(ChatEvent::Round { round });
+            let grammar = prompt::grammar_for_round(
+                &self.settings,
+                &self.plan,
+                info.capabilities.grammar,
+                round,
+            );
+            let grammar_name = match &grammar {
+                None => "none",
+                Some(_)
+                    if self.settings.tool_choice == super::settings::ToolChoice::Required
+                        && round == 1 =>
+                {
+                    "call-only"
+                }
+                Some(_) => "call-or-answer",
+            };
+            let mut request = GenerateRequest::new(self.messages());
+            request.grammar = grammar;
+            request.stop = self.settings.stop.clone();
+            if info.capabilities.native_tools {
+                request.tools_json = prompt::native_tools_json(&self.settings, &self.plan);
+            }
+            let (raw, generation, detected) =
+                self.generate(request, offers_tools, events, cancel).await?;
+            let mut round_record = RoundRecord {
+                round,
+                raw: raw.clone(),
+                text: detected.text.clone(),
+                finish: generation.as_ref().map(|g| g.0),
+                stats: generation.as_ref().map(|g| g.1.clone()),
+                grammar: grammar_name.to_string(),
+                calls: Vec::new(),
+                rejected: Vec::new(),
+            };
+            // The model's own words, markers included, so it sees its calls next round.
+            if !raw.is_empty() {
+                self.history.push(Message::assistant(raw.clone()));
+            }
+            outcome.answer = detected.text.trim().to_string();
+            if cancel.is_cancelled() {
+                outcome.cancelled = true;
+                record.cancelled = true;
+                let _ = events.send(ChatEvent::Notice {
+                    message: "interrupted".into(),
+                });
+                record.rounds.push(round_record);
+                break;
+            }
+            if detected.calls.is_empty() && detected.malformed.is_empty() {
+                record.rounds.push(round_record);
+                break;
+            }
+
+            // Malformed attempts, unknown tools and invalid arguments go back to the model.
+            let mut feedback: Vec<Message> = Vec::new();
+            let mut pending: Vec<Pending> = Vec::new();
+            for (raw_call, error) in detected.malformed {
+                let message = format!(
+                    "Your tool call could not be read: {error}. Write it exactly like this example: {}",
+                    self.example()
+                );
+                self.reject(
+                    events,
+                    &mut round_record,
+                    &mut feedback,
+                    None,
+                    None,
+                    Some(raw_call),
+                    message,
+                );
+            }
+            for mut call in detected.calls {
+                self.calls_made += 1;
+                // Nine alphanumerics: Mistral's templates insist on that shape.
+                call.id = format!("call{:05}", self.calls_made % 100_000);
+                match self.check_call(&mut call) {
+                    Ok((exposed, coercions)) => pending.push(Pending {
+                        call,
+                        exposed,
+                        coercions,
+                    }),
+                    Err(message) => {
+                        let (id, name) = (Some(call.id.clone()), Some(call.name.clone()));
+                        self.reject(
+                            events,
+                            &mut round_record,
+                            &mut feedback,
+                            id,
+                            name,
+                            None,
+                            message,
+                        );
+                    }
+                }
+            }
+            if !round_record.rejected.is_empty() {
+                fix_attempts += 1;
+            }
+
+            if round == max_rounds {
+                for p in &pending {
+                    round_record
+                        .calls
+                        .push(not_run(p, "the round limit was reached"));
+                }
+                let message = format!(
+                    "stopped after {max_rounds} rounds (chat.max_rounds); the model's last calls were not run"
+                );
+                let _ = events.send(ChatEvent::Notice {
+                    message: message.clone(),
+                });
+                record.stopped = Some(message);
+                record.rounds.push(round_record);
+                break;
+            }
+
+            let results = self.approve_and_call(pending, events, cancel).await;
+            for (call_record, message) in results {
+                outcome.tool_calls += usize::from(call_record.duration_ms.is_some());
+                round_record.calls.push(call_record);
+                feedback.push(message);
+            }
+            // Results in the order the model asked, after any rejections.
+            self.history.extend(feedback);
+            record.rounds.push(round_record);
+
+            if cancel.is_cancelled() {
+                outcome.cancelled = true;
+                record.cancelled = true;
+                let _ = events.send(ChatEvent::Notice {
+                    message: "interrupted".into(),
+                });
+                break;
+            }
+            if fix_attempts > self.settings.max_fix_attempts
+                && record
+                    .rounds
+                    .last()
+                    .is_some_and(|r| r.calls.iter().all(|c| c.duration_ms.is_none()))
+            {
+                let message = format!(
+                    "stopped: the model's calls were still invalid after {} attempts (chat.max_fix_attempts)",
+                    self.settings.max_fix_attempts
+                );
+                let _ = events.send(ChatEvent::Notice {
+                    message: message.clone(),
+                });
+                record.stopped = Some(message);
+                break;
+            }
+        }
+        record.answer = outcome.answer.clone();
+        Ok(outcome)
+    }
+
+    /// Streams one generation through the detector. Returns the raw text, (finish, stats) when
+    /// the backend finished, and what the detector found.
+    async fn generate(
+        &mut self,
+        request: GenerateRequest,
+        offers_tools: bool,
+        events: &UnboundedSender<ChatEvent>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<(String, Option<(FinishReason, Stats)>, Detected)> {
+        let mut stream = self.backend.generate(request);
+        let mut detector: Option<Box<dyn ToolCallDetector>> =
+            offers_tools.then(|| self.plan.format.detector());
+        let mut detected = Detected::default();
+        let mut raw = String::new();
+        loop {
+            tokio::select! {
+                chunk = stream.chunks.recv() => match chunk {
+                    Some(chunk) => {
+                        raw.push_str(&chunk);
+                        let found = match detector.as_mut() {
+                            Some(d) => d.feed(&chunk),
+                            None => vec![DetectorEvent::Text(chunk)],
+                        };
+                        detected.take(found, events);
+                    }
+                    None => break,
+                },
+                _ = cancel.cancelled() => {
+                    stream.abort.abort();
+                    // Drain what was generated before the abort took effect.
+                    while let Some(chunk) = stream.chunks.recv().await {
+                        raw.push_str(&chunk);
+                        if let Some(d) = detector.as_mut() {
+                            detected.take(d.feed(&chunk), events);
+                        } else {
+                            detected.take(vec![DetectorEvent::Text(chunk)], events);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        if let Some(d) = detector.as_mut() {
+            detected.take(d.finish(), events);
+        }
+        let generation = match stream.finish().await {
+            Ok(g) => {
+                let _ = events.send(ChatEvent::Generated {
+                    stats: g.stats.clone(),
+                    finish: g.finish,
+                });
+                // The backend's text is authoritative (chunks are exactly it, minus stop strings).
+                if g.text.len() > raw.len() {
+                    raw = g.text;
+                }
+                Some((g.finish, g.stats))
+            }
+            Err(err) if cancel.is_cancelled() => {
+                tracing::debug!("generation ended by cancellation: {err}");
+                None
+            }
+            Err(err) => return Err(anyhow::anyhow!("the model failed: {err}")),
+        };
+        Ok((raw, generation, detected))
+    }
+
+    /// Finds the tool and validates the arguments (with safe coercions).
+    fn check_call(&mut self, call: &mut ToolCall) -> Result<(ExposedTool, Vec<Coercion>), String> {
+        let exposed = match self.find_tool(&call.name) {
+            Some(t) => t.clone(),
+            None => {
+                let names: Vec<&str> = self.exposed.iter().map(|t| t.name.as_str()).collect();
+                let hint = match crate::config::nearest(&call.name, &names) {
+                    Some(n) => format!(" Did you mean `{n}`?"),
+                    None => String::new(),
+                };
+                return Err(format!(
+                    "There is no tool named `{}`.{hint} Available tools: {}.",
+                    call.name,
+                    names.join(", ")
+                ));
+            }
+        };
+        // The exposed name is what the model must use from now on.
+        call.name = exposed.name.clone();
+        let schema = Value::Object((*exposed.tool.input_schema).clone());
+        match self
+            .validator
+            .check(&exposed.name, &schema, &mut call.arguments)
+        {
+            Ok(coercions) => Ok((exposed, coercions)),
+            Err(invalid) => Err(invalid.to_string()),
+        }
+    }
+
+    /// The exposed name, else a server's own tool name that is unique (small models drop the
+    /// `server__` prefix).
+    fn find_tool(&self, name: &str) -> Option<&ExposedTool> {
+        if let Some(t) = self.exposed.iter().find(|t| t.name == name) {
+            return Some(t);
+        }
+        let mut bare = self.exposed.iter().filter(|t| t.tool.name == name);
+        match (bare.next(), bare.next()) {
+            (Some(t), None) => Some(t),
+            _ => None,
+        }
+    }
+
+    fn example(&self) -> String {
+        match self.plan.tools.first() {
+            Some(t) => example_call(self.plan.format, &t.name, &serde_json::json!({})),
+            None => String::new(),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reject(
+        &self,
+        events: &UnboundedSender<ChatEvent>,
+        round: &mut RoundRecord,
+        feedback: &mut Vec<Message>,
+        id: Option<String>,
+        name: Option<String>,
+        raw: Option<String>,
+        error: String,
+    ) {
+        let _ = events.send(ChatEvent::Rejected {
+            id: id.clone(),
+            name: name.clone(),
+            error: error.clone(),
+        });
+        let call = ToolCall {
+            id: id.clone().unwrap_or_else(|| "call_invalid".into()),
+            name: name.clone().unwrap_or_else(|| "unknown".into()),
+            arguments: Value::Object(Default::default()),
+        };
+        feedback.push(Message::tool(self.feed_back(&call, &error_result(&error))));
+        round.rejected.push(Rejection {
+            id,
+            name,
+            raw,
+            error,
+        });
+    }
+
+    /// Approves each call in order (a person may be asked), then runs the approved ones —
+    /// concurrently unless `parallel_calls = false`. Returns a record and a tool message per call,
+    /// in the model's order.
+    async fn approve_and_call(
+        &mut self,
+        pending: Vec<Pending>,
+        events: &UnboundedSender<ChatEvent>,
+        cancel: &CancellationToken,
+    ) -> Vec<(CallRecord, Message)> {
+        let mut verdicts = Vec::with_capacity(pending.len());
+        for p in &pending {
+            let _ = events.send(ChatEvent::ToolCall {
+                id: p.call.id.clone(),
+                name: p.call.name.clone(),
+                server: p.exposed.server.clone(),
+                tool: p.exposed.tool.name.to_string(),
+                arguments: p.call.arguments.clone(),
+            });
+            let request = ApprovalRequest {
+                server: p.exposed.server.clone(),
+                tool: p.exposed.tool.name.to_string(),
+                exposed_name: p.exposed.name.clone(),
+                arguments: p.call.arguments.clone(),
+                annotations: p.exposed.tool.annotations.clone(),
+            };
+            let verdict = tokio::select! {
+                v = self.approver.review(&request) => v,
+                _ = cancel.cancelled() => Verdict::Deny {
+                    by: "user".into(),
+                    reason: "the turn was interrupted".into(),
+                },
+            };
+            let _ = events.send(ChatEvent::Approval {
+                id: p.call.id.clone(),
+                verdict: verdict.clone(),
+            });
+            verdicts.push(verdict);
+        }
+
+        let runs = pending.iter().zip(&verdicts).map(|(p, verdict)| {
+            let sessions = Arc::clone(&self.sessions);
+            let allowed = matches!(verdict, Verdict::Allow { .. });
+            async move {
+                if !allowed {
+                    return None;
+                }
+                let started = Instant::now();
+                let args = match &p.call.arguments {
+                    Value::Object(m) => Some(m.clone()),
+                    _ => None,
+                };
+                let result = match sessions.session(&p.exposed.server) {
+                    Some(session) => session
+                        .call_tool(&p.exposed.tool.name, args)
+                        .await
+                        .map_err(anyhow::Error::from),
+                    None => Err(anyhow::anyhow!(
+                        "server `{}` is not running",
+                        p.exposed.server
+                    )),
+                };
+                Some((started.elapsed().as_secs_f64() * 1000.0, result))
+            }
+        });
+        let finished: Vec<_> = tokio::select! {
+            done = async {
+                if self.settings.parallel_calls {
+                    futures::future::join_all(runs).await
+                } else {
+                    let mut out = Vec::new();
+                    for run in runs {
+                        out.push(run.await);
+                    }
+                    out
+                }
+            } => done.into_iter().map(Some).collect(),
+            // Dropping the calls makes rmcp send notifications/cancelled to the servers.
+            _ = cancel.cancelled() => pending.iter().map(|_| None).collect(),
+        };
+
+        let mut out = Vec::with_capacity(pending.len());
+        for ((p, verdict), ran) in pending.into_iter().zip(verdicts).zip(finished) {
+            let mut record = CallRecord {
+                id: p.call.id.clone(),
+                name: p.call.name.clone(),
+                server: p.exposed.server.clone(),
+                tool: p.exposed.tool.name.to_string(),
+                arguments: p.call.arguments.clone(),
+                coercions: p.coercions,
+                approval: verdict.clone(),
+                duration_ms: None,
+                outcome: CallOutcome::Denied,
+                result: None,
+                fed_back: String::new(),
+            };
+            let result_like = match (&verdict, ran) {
+                (Verdict::Deny { by, reason }, _) => error_result(&format!(
+                    "The call was not allowed ({by}: {reason}). Do not call it again; answer without it."
+                )),
+                (_, None) => {
+                    record.outcome = CallOutcome::Cancelled;
+                    error_result("The call was cancelled by the user.")
+                }
+                (_, Some(None)) => error_result("The call did not run."),
+                (_, Some(Some((ms, Ok(result))))) => {
+                    record.duration_ms = Some(ms);
+                    let json = serde_json::to_value(&result).unwrap_or(Value::Null);
+                    let like: CallToolResultLike = serde_json::from_value(json.clone())
+                        .unwrap_or_else(|err| {
+                            error_result(&format!("the server's result could not be read: {err}"))
+                        });
+                    record.outcome = if like.is_error {
+                        CallOutcome::ToolError
+                    } else {
+                        CallOutcome::Ok
+                    };
+                    record.result = Some(json);
+                    like
+                }
+                (_, Some(Some((ms, Err(err))))) => {
+                    record.duration_ms = Some(ms);
+                    record.outcome = CallOutcome::Failed;
+                    error_result(&format!("The call failed: {err:#}"))
+                }
+            };
+            let text = self.feed_back(&p.call, &result_like);
+            record.fed_back = text.clone();
+            if record.duration_ms.is_some() || record.outcome == CallOutcome::Cancelled {
+                let _ = events.send(ChatEvent::ToolResult {
+                    id: record.id.clone(),
+                    name: record.name.clone(),
+                    is_error: record.outcome != CallOutcome::Ok,
+                    duration_ms: record.duration_ms.unwrap_or(0.0),
+                    summary: summary(&result_body(&result_like, &ResultOptions::default())),
+                });
+            }
+            out.push((record, Message::tool(text)));
+        }
+        out
+    }
+
+    /// A tool result as the model's format expects it. Templates that wrap tool turns
+    /// themselves (Qwen) get the bare body.
+    fn feed_back(&self, call: &ToolCall, result: &CallToolResultLike) -> String {
+        let opts = ResultOptions {
+            max_chars: self.settings.result_max_chars,
+        };
+        if self.backend.info().chat_template == "qwen" {
+            result_body(result, &opts)
+        } else {
+            format_tool_result_with(self.plan.format, call, result, &opts)
+        }
+    }
+}
+
+/// What one generation contained.
+#[derive(Default)]
+struct Detected {
+    text: String,
+    calls: Vec<ToolCall>,
+    /// (raw, error)
+    malformed: Vec<(String, String)>,
+}
+
+impl Detected {
+    fn take(&mut self, found: Vec<DetectorEvent>, events: &UnboundedSender<ChatEvent>) {
+        for ev in found {
+            match ev {
+                DetectorEvent::Text(t) if t.is_empty() => {}
+                DetectorEvent::Text(t) => {
+                    self.text.push_str(&t);
+                    let _ = events.send(ChatEvent::Text { text: t });
+                }
+                DetectorEvent::ToolCall(c) => self.calls.push(c),
+                DetectorEvent::Malformed { raw, error } => self.malformed.push((raw, error)),
+            }
+        }
+    }
+}
+
+fn tool_def(t: &ExposedTool) -> ToolDef {
+    ToolDef {
+        name: t.name.clone(),
+        description: t.tool.description.as_ref().map(|d| d.to_string()),
+        input_schema: Value::Object((*t.tool.input_schema).clone()),
+        annotations: t
+            .tool
+            .annotations
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok()),
+    }
+}
+
+fn error_result(message: &str) -> CallToolResultLike {
+    CallToolResultLike {
+        content: vec![ContentItem::Text {
+            text: message.to_string(),
+        }],
+        is_error: true,
+        structured_content: None,
+    }
+}
+
+fn not_run(p: &Pending, why: &str) -> CallRecord {
+    CallRecord {
+        id: p.call.id.clone(),
+        name: p.call.name.clone(),
+        server: p.exposed.server.clone(),
+        tool: p.exposed.tool.name.to_string(),
+        arguments: p.call.arguments.clone(),
+        coercions: p.coercions.clone(),
+        approval: Verdict::Deny {
+            by: "limit".into(),
+            reason: why.to_string(),
+        },
+        duration_ms: None,
+        outcome: CallOutcome::NotRun,
+        result: None,
+        fed_back: String::new(),
+    }
+}
+
+/// The text on one line (whitespace collapsed), cut to a status-line length.
+fn summary(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 100 {
+        format!("{}…", flat.chars().take(100).collect::<String>())
+    } else {
+        flat
+    }
+}

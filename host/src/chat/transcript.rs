@@ -1,0 +1,102 @@
+//! The record of a conversation: what `ask --json` prints and `/save` writes. Everything the user
+//! typed, the model wrote (raw, markers included) and the tools returned is kept.
+use serde::Serialize;
+
+use rkmcp_llm::{FinishReason, Message, Stats};
+
+use super::approval::Verdict;
+use super::validate::Coercion;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Transcript {
+    /// Model file, backend and chat template.
+    pub model: String,
+    pub backend: String,
+    pub chat_template: String,
+    /// The call format and prompt style the model was asked to use.
+    pub tool_format: String,
+    pub prompt_style: String,
+    /// The conversation as the model saw it last (system prompt first).
+    pub messages: Vec<Message>,
+    pub turns: Vec<TurnRecord>,
+}
+
+/// One user message and everything that followed until the answer.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TurnRecord {
+    pub user: String,
+    pub rounds: Vec<RoundRecord>,
+    /// The visible text of the last round.
+    pub answer: String,
+    pub cancelled: bool,
+    /// Why the turn ended before an answer, if it did (round limit, too many invalid calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    pub duration_ms: f64,
+}
+
+/// One generation and the calls it asked for.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundRecord {
+    pub round: u32,
+    /// The model's output as generated, call markers included.
+    pub raw: String,
+    /// What the user was shown.
+    pub text: String,
+    pub finish: Option<FinishReason>,
+    pub stats: Option<Stats>,
+    /// `none`, `call-or-answer` or `call-only`.
+    pub grammar: String,
+    pub calls: Vec<CallRecord>,
+    /// Attempts that were not executed and were handed back to the model.
+    pub rejected: Vec<Rejection>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    pub id: String,
+    /// The name the model used (exposed, namespaced).
+    pub name: String,
+    pub server: String,
+    /// The server's own tool name.
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub coercions: Vec<Coercion>,
+    pub approval: Verdict,
+    /// Absent when the call did not run (denied, cancelled before it started).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    pub outcome: CallOutcome,
+    /// The MCP `CallToolResult` as the server sent it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// What the model was given back.
+    pub fed_back: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    Ok,
+    /// The tool ran and reported an error (`isError`).
+    ToolError,
+    /// The request failed (transport, timeout, server error).
+    Failed,
+    Denied,
+    Cancelled,
+    /// The round limit was reached before it could run.
+    NotRun,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejection {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The model's text for a call that could not be parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    pub error: String,
+}

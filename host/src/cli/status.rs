@@ -1,0 +1,162 @@
+//! How a chat turn looks in a terminal: the answer on stdout, status lines like
+//! `[MCP: Calling tool 'get_current_time' on time]` on stderr, so `rkmcp ask … > answer.txt`
+//! keeps only the answer.
+use std::io::{IsTerminal, Write};
+
+use rkmcp_llm::Stats;
+
+use crate::chat::ChatEngine;
+use crate::chat::approval::Verdict;
+use crate::chat::engine::ChatEvent;
+use crate::mcp::StartFailure;
+
+/// Dim text on a colour terminal (`NO_COLOR` respected).
+pub fn dim(text: &str) -> String {
+    if colour() {
+        format!("\x1b[2m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn colour() -> bool {
+    std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+}
+
+/// One line about what was started: model, servers, tools, call format.
+pub fn print_start(engine: &ChatEngine, failures: &[StartFailure]) {
+    let t = engine.transcript();
+    let plan = engine.plan();
+    let servers = engine.sessions().sessions().len();
+    eprintln!(
+        "{}",
+        dim(&format!(
+            "rkmcp: {} · {} · template {} · {} server{} · {} tool{} · calls as {}",
+            t.backend,
+            t.model,
+            t.chat_template,
+            servers,
+            if servers == 1 { "" } else { "s" },
+            plan.tools.len(),
+            if plan.tools.len() == 1 { "" } else { "s" },
+            plan.format
+        ))
+    );
+    for f in failures {
+        eprintln!("[MCP: server '{}' did not start: {}]", f.server, f.error);
+    }
+}
+
+/// Renders [`ChatEvent`]s as they arrive.
+pub struct Printer {
+    /// Whether stdout is at the start of a line (status lines must not land mid-sentence).
+    at_line_start: bool,
+    last_stats: Option<Stats>,
+    calls: usize,
+}
+
+impl Default for Printer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Printer {
+    pub fn new() -> Printer {
+        Printer {
+            at_line_start: true,
+            last_stats: None,
+            calls: 0,
+        }
+    }
+
+    fn status(&mut self, line: String) {
+        if !self.at_line_start {
+            println!();
+            self.at_line_start = true;
+        }
+        let _ = std::io::stdout().flush();
+        eprintln!("{line}");
+    }
+
+    pub fn show(&mut self, event: &ChatEvent) {
+        match event {
+            ChatEvent::Text { text } => {
+                let mut out = std::io::stdout();
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+                if let Some(last) = text.chars().last() {
+                    self.at_line_start = last == '\n';
+                }
+            }
+            ChatEvent::ToolCall {
+                name: _,
+                server,
+                tool,
+                arguments,
+                ..
+            } => {
+                self.calls += 1;
+                let args = arguments.to_string();
+                let args = if args.chars().count() > 120 {
+                    format!("{}…", args.chars().take(120).collect::<String>())
+                } else {
+                    args
+                };
+                self.status(format!("[MCP: Calling tool '{tool}' on {server} {args}]"));
+            }
+            ChatEvent::Approval { verdict, .. } => match verdict {
+                Verdict::Allow { .. } => {}
+                Verdict::Deny { by, reason } => {
+                    self.status(format!("[MCP: call denied by {by}: {reason}]"))
+                }
+            },
+            ChatEvent::ToolResult {
+                name,
+                is_error,
+                duration_ms,
+                summary,
+                ..
+            } => {
+                let what = if *is_error { "failed" } else { "done" };
+                self.status(format!(
+                    "[MCP: '{name}' {what} in {duration_ms:.0} ms: {summary}]"
+                ));
+            }
+            ChatEvent::Rejected { name, error, .. } => {
+                let name = name.as_deref().unwrap_or("a call");
+                let error: String = error.chars().take(200).collect();
+                self.status(format!(
+                    "[MCP: {name} was not run, the model is asked to fix it: {error}]"
+                ));
+            }
+            ChatEvent::Generated { stats, .. } => self.last_stats = Some(stats.clone()),
+            ChatEvent::Notice { message } => self.status(format!("[rkmcp: {message}]")),
+            ChatEvent::Round { .. } => {}
+        }
+    }
+
+    /// Ends the answer's line and prints the last generation's figures, dimmed.
+    pub fn finish(mut self) {
+        if !self.at_line_start {
+            println!();
+            self.at_line_start = true;
+        }
+        if let Some(s) = &self.last_stats {
+            eprintln!(
+                "{}",
+                dim(&format!(
+                    "rkmcp: prompt {} tok ({:.0} tok/s) · {} tok at {:.1} tok/s · first token {:.0} ms · {} tool call{} · peak RSS {:.0} MiB",
+                    s.prompt_tokens,
+                    s.prefill_tokens_per_s,
+                    s.generated_tokens,
+                    s.tokens_per_s,
+                    s.time_to_first_token_ms,
+                    self.calls,
+                    if self.calls == 1 { "" } else { "s" },
+                    s.peak_rss_mib
+                ))
+            );
+        }
+    }
+}
