@@ -123,8 +123,17 @@ impl ServerHandler for Fixture {
                     .get("seconds")
                     .and_then(Value::as_f64)
                     .unwrap_or(3600.0);
-                tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
-                text("slept".into())
+                tokio::select! {
+                    _ = tokio::time::sleep(std::time::Duration::from_secs_f64(secs)) => {
+                        text("slept".into())
+                    }
+                    // Written to stderr (the client's server log) so tests can see that the
+                    // client sent notifications/cancelled.
+                    _ = context.ct.cancelled() => {
+                        eprintln!("fixture: sleep cancelled by the client");
+                        text("cancelled".into())
+                    }
+                }
             }
             "fail" => {
                 Ok(CallToolResult::error(vec![ContentBlock::text("failing on purpose")]).into())

@@ -1,0 +1,458 @@
+//! The chat loop's exact transcripts, with the model replaced by `ScriptedBackend` (a TEST DOUBLE
+//! that replays scripted answers in 3-character chunks) and real MCP servers: our fixture server
+//! (rmcp) and `@modelcontextprotocol/server-everything`. Each test is one behaviour: a tool-free
+//! answer, multi-round calls, parallel calls, invalid arguments then a fix, a denied call, a
+//! failing tool, an unknown tool, a malformed call, the round limit, and cancellation of a
+//! generation and of a running tool call.
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rkmcp::chat::approval::{ApprovalConfig, Approver};
+use rkmcp::chat::engine::ChatEvent;
+use rkmcp::chat::settings::{Auto, ChatSettings};
+use rkmcp::chat::transcript::CallOutcome;
+use rkmcp::chat::{ChatEngine, TurnOutcome};
+use rkmcp::mcp::SessionManager;
+use rkmcp_llm::{Message, Role, SharedBackend};
+use rkmcp_tests::scripted_backend::{ScriptedBackend, SeenRequest, Step, scripted};
+use rkmcp_tests::*;
+use rkmcp_tool_formats::ToolFormat;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_rkmcp-fixture-server");
+
+struct Chat {
+    engine: ChatEngine,
+    seen: Arc<Mutex<Vec<SeenRequest>>>,
+    dir: tempfile::TempDir,
+}
+
+/// A chat over the fixture server (`fx`) and, with `everything`, server-everything (`ev`),
+/// calls written as `[TOOL_CALL]…[END_TOOL_CALL]`.
+async fn chat(
+    backend: (SharedBackend, Arc<Mutex<Vec<SeenRequest>>>),
+    everything: bool,
+    yes: bool,
+) -> Chat {
+    let dir = tempfile::tempdir().unwrap();
+    let mut toml = stdio_entry("fx", FIXTURE, &[], "");
+    if everything {
+        let (cmd, args) = everything_cmd();
+        toml.push_str(&stdio_entry(
+            "ev",
+            &cmd,
+            &args,
+            "allow = [\"echo\", \"get-sum\"]",
+        ));
+    }
+    let config = load_config(dir.path(), &toml);
+    let sessions = SessionManager::start(&config, None).await;
+    assert!(sessions.failures().is_empty(), "{:?}", sessions.failures());
+    let settings = ChatSettings {
+        tool_format: Auto::Set(ToolFormat::ToolCallJson),
+        ..ChatSettings::default()
+    };
+    let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, yes).unwrap();
+    let (backend, seen) = backend;
+    Chat {
+        engine: ChatEngine::new(backend, Arc::new(sessions), settings, approver),
+        seen,
+        dir,
+    }
+}
+
+fn call(name: &str, args: &str) -> String {
+    format!("[TOOL_CALL]{{\"name\": \"{name}\", \"arguments\": {args}}}[END_TOOL_CALL]")
+}
+
+async fn turn(chat: &mut Chat, input: &str) -> (TurnOutcome, Vec<ChatEvent>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let outcome = chat
+        .engine
+        .turn(input, &tx, CancellationToken::new())
+        .await
+        .expect("turn failed");
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (outcome, events)
+}
+
+fn visible_text(events: &[ChatEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn history(chat: &Chat) -> Vec<(Role, String)> {
+    chat.engine
+        .history()
+        .iter()
+        .map(|m| (m.role, m.content.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_without_tools_is_answered_in_one_round() {
+    let mut chat = chat(scripted(&["Paris is the capital of France."]), false, true).await;
+    let (outcome, events) = turn(&mut chat, "What is the capital of France?").await;
+    assert_eq!(outcome.answer, "Paris is the capital of France.");
+    assert_eq!(
+        (outcome.rounds, outcome.tool_calls, outcome.cancelled),
+        (1, 0, false)
+    );
+    assert_eq!(visible_text(&events), "Paris is the capital of France.");
+    assert_eq!(
+        history(&chat),
+        vec![
+            (Role::User, "What is the capital of France?".to_string()),
+            (
+                Role::Assistant,
+                "Paris is the capital of France.".to_string()
+            ),
+        ]
+    );
+    // The model saw the system prompt with the tool section, then the question.
+    let seen = chat.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let system = &seen[0].messages[0];
+    assert_eq!(system.role, Role::System);
+    assert!(
+        system.content.contains("fx__echo") && system.content.contains("[TOOL_CALL]"),
+        "{}",
+        system.content
+    );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_over_several_rounds_feed_each_result_back() {
+    let first = format!(
+        "Let me check. {}",
+        call("fx__echo", r#"{"message": "hello"}"#)
+    );
+    let second = call("fx__echo", r#"{"message": "again"}"#);
+    let mut chat = chat(
+        scripted(&[&first, &second, "The server said hello, then again."]),
+        false,
+        true,
+    )
+    .await;
+    let (outcome, events) = turn(&mut chat, "Echo twice").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (3, 2));
+    assert_eq!(outcome.answer, "The server said hello, then again.");
+    // Markers never reach the user.
+    assert_eq!(
+        visible_text(&events),
+        "Let me check. The server said hello, then again."
+    );
+    assert_eq!(
+        history(&chat),
+        vec![
+            (Role::User, "Echo twice".to_string()),
+            (Role::Assistant, first.clone()),
+            (
+                Role::Tool,
+                "[TOOL_RESULT name=fx__echo id=call00001]\nhello\n[END_TOOL_RESULT]".to_string()
+            ),
+            (Role::Assistant, second.clone()),
+            (
+                Role::Tool,
+                "[TOOL_RESULT name=fx__echo id=call00002]\nagain\n[END_TOOL_RESULT]".to_string()
+            ),
+            (
+                Role::Assistant,
+                "The server said hello, then again.".to_string()
+            ),
+        ]
+    );
+    // Each round saw the conversation so far.
+    let seen = chat.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.iter().map(|s| s.messages.len()).collect::<Vec<_>>(),
+        vec![2, 4, 6]
+    );
+    let t = chat.engine.transcript();
+    let calls: Vec<_> = t.turns[0].rounds.iter().flat_map(|r| &r.calls).collect();
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.outcome == CallOutcome::Ok && c.server == "fx" && c.tool == "echo")
+    );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_in_one_answer_all_run_and_come_back_in_order() {
+    let both = format!(
+        "{}\n{}\n{}",
+        call("fx__echo", r#"{"message": "one"}"#),
+        call("ev__get-sum", r#"{"a": 2, "b": 3}"#),
+        call("fx__echo", r#"{"message": "three"}"#)
+    );
+    let mut chat = chat(scripted(&[&both, "Done."]), true, true).await;
+    let (outcome, events) = turn(&mut chat, "Do three things").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (2, 3));
+    let results: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::ToolResult { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, vec!["fx__echo", "ev__get-sum", "fx__echo"]);
+    let h = history(&chat);
+    assert_eq!(h.len(), 6, "{h:#?}");
+    assert!(h[2].1.contains("\none\n"), "{}", h[2].1);
+    assert!(
+        h[3].1.contains("ev__get-sum") && h[3].1.contains('5'),
+        "{}",
+        h[3].1
+    );
+    assert!(h[4].1.contains("\nthree\n"), "{}", h[4].1);
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_arguments_go_back_to_the_model_which_fixes_them() {
+    let wrong = call("ev__get-sum", r#"{"a": "two", "b": 3}"#);
+    let fixed = call("ev__get-sum", r#"{"a": "2", "b": 3}"#);
+    let mut chat = chat(scripted(&[&wrong, &fixed, "2 + 3 = 5"]), true, true).await;
+    let (outcome, events) = turn(&mut chat, "What is 2 + 3?").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (3, 1));
+    let rejected: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Rejected { error, .. } => Some(error),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rejected.len(), 1, "{events:#?}");
+    assert!(
+        rejected[0].contains("/a") || rejected[0].contains("`a`"),
+        "{}",
+        rejected[0]
+    );
+    let h = history(&chat);
+    // The error reached the model as the tool's answer; nothing ran.
+    assert_eq!(h[2].0, Role::Tool);
+    assert!(
+        h[2].1.contains("ev__get-sum") && h[2].1.contains("Error"),
+        "{}",
+        h[2].1
+    );
+    // "2" for a number was coerced, recorded, and the call ran.
+    let t = chat.engine.transcript();
+    let ran = &t.turns[0].rounds[1].calls[0];
+    assert_eq!(ran.outcome, CallOutcome::Ok);
+    assert_eq!(ran.arguments["a"], serde_json::json!(2));
+    assert_eq!(ran.coercions.len(), 1, "{:?}", ran.coercions);
+    assert!(h[4].1.contains('5'), "{}", h[4].1);
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_denied_call_does_not_run_and_the_model_is_told() {
+    // No --yes, no prompter, default policy: add_tool needs approval and nobody can give it.
+    let mut chat = chat(
+        scripted(&[
+            &call("fx__add_tool", "{}"),
+            "I was not allowed to add a tool.",
+        ]),
+        false,
+        false,
+    )
+    .await;
+    let tools_before = chat.engine.sessions().tools().0.len();
+    let (outcome, events) = turn(&mut chat, "Add a tool").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (2, 0));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        ChatEvent::Approval {
+            verdict: rkmcp::chat::approval::Verdict::Deny { .. },
+            ..
+        }
+    )));
+    let h = history(&chat);
+    assert!(h[2].1.contains("not allowed"), "{}", h[2].1);
+    let record = &chat.engine.transcript().turns[0].rounds[0].calls[0];
+    assert_eq!(record.outcome, CallOutcome::Denied);
+    assert!(record.duration_ms.is_none());
+    // The server never saw the call: its tool list did not grow.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(chat.engine.sessions().tools().0.len(), tools_before);
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_tool_reports_its_error_to_the_model() {
+    let mut chat = chat(
+        scripted(&[&call("fx__fail", "{}"), "The tool failed."]),
+        false,
+        true,
+    )
+    .await;
+    let (outcome, events) = turn(&mut chat, "Try the failing tool").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (2, 1));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::ToolResult { is_error: true, .. }))
+    );
+    let h = history(&chat);
+    assert_eq!(
+        h[2].1,
+        "[TOOL_RESULT name=fx__fail id=call00001]\nError: failing on purpose\n[END_TOOL_RESULT]"
+    );
+    assert_eq!(
+        chat.engine.transcript().turns[0].rounds[0].calls[0].outcome,
+        CallOutcome::ToolError
+    );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_tools_and_malformed_calls_are_handed_back_not_dropped() {
+    let unknown = call("fx__ecko", r#"{"message": "x"}"#);
+    let malformed =
+        "[TOOL_CALL]{\"name\": \"fx__echo\", \"arguments\": {\"message\": }[END_TOOL_CALL]";
+    let mut chat = chat(scripted(&[&unknown, malformed, "Sorry."]), false, true).await;
+    let (outcome, _) = turn(&mut chat, "Echo x").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (3, 0));
+    let h = history(&chat);
+    assert!(
+        h[2].1.contains("no tool named `fx__ecko`") && h[2].1.contains("fx__echo"),
+        "{}",
+        h[2].1
+    );
+    assert!(h[4].1.contains("could not be read"), "{}", h[4].1);
+    let rounds = &chat.engine.transcript().turns[0].rounds;
+    assert_eq!(rounds[1].rejected[0].raw.as_deref(), Some(malformed));
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_round_limit_stops_a_model_that_keeps_calling() {
+    let c = call("fx__echo", r#"{"message": "again"}"#);
+    let steps: Vec<&str> = vec![&c; 5];
+    let mut chat = chat(scripted(&steps), false, true).await;
+    let (outcome, events) = turn(&mut chat, "Loop").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (5, 4));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::Notice { message } if message.contains("max_rounds")))
+    );
+    let last = chat.engine.transcript().turns[0].rounds.last().unwrap();
+    assert_eq!(last.calls[0].outcome, CallOutcome::NotRun);
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_stops_the_generation_and_keeps_what_was_said() {
+    let (backend, seen) = ScriptedBackend::new(
+        vec![
+            Step::SayThenHang("I am thinking about".into()),
+            Step::Say("Hello again.".into()),
+        ],
+        3,
+    );
+    let mut chat = chat((backend.shared(), seen), false, true).await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        let mut seen_text = String::new();
+        while let Some(e) = rx.recv().await {
+            if let ChatEvent::Text { text } = &e {
+                seen_text.push_str(text);
+                if seen_text == "I am thinking about" {
+                    canceller.cancel();
+                }
+            }
+        }
+        seen_text
+    });
+    let outcome = chat.engine.turn("Think", &tx, cancel).await.unwrap();
+    drop(tx);
+    assert_eq!(watcher.await.unwrap(), "I am thinking about");
+    assert!(outcome.cancelled);
+    assert_eq!(
+        history(&chat)[1],
+        (Role::Assistant, "I am thinking about".to_string())
+    );
+    assert!(chat.engine.transcript().turns[0].cancelled);
+    // The chat goes on.
+    let (next, _) = turn(&mut chat, "Hi").await;
+    assert_eq!(next.answer, "Hello again.");
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_a_running_tool_call_tells_the_server() {
+    let mut chat = chat(
+        scripted(&[
+            &call("fx__sleep", r#"{"seconds": 3600}"#),
+            "Stopped waiting.",
+        ]),
+        false,
+        true,
+    )
+    .await;
+    let log = chat.dir.path().join("logs").join("fx.log");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            if matches!(e, ChatEvent::Approval { .. }) {
+                // Give the request time to reach the server before cancelling it.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                canceller.cancel();
+            }
+        }
+    });
+    let outcome = chat.engine.turn("Sleep", &tx, cancel).await.unwrap();
+    drop(tx);
+    assert!(outcome.cancelled);
+    let record = &chat.engine.transcript().turns[0].rounds[0].calls[0];
+    assert_eq!(record.outcome, CallOutcome::Cancelled);
+    assert!(history(&chat)[2].1.contains("cancelled by the user"));
+    // The server got notifications/cancelled and stopped the request.
+    let mut logged = String::new();
+    for _ in 0..100 {
+        logged = std::fs::read_to_string(&log).unwrap_or_default();
+        if logged.contains("sleep cancelled by the client") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        logged.contains("sleep cancelled by the client"),
+        "server log {}: {logged}",
+        log.display()
+    );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn context_pushed_into_the_chat_reaches_the_model() {
+    let mut chat = chat(scripted(&["It says hi."]), false, true).await;
+    chat.engine.push_context(Message::user(
+        "Resource fixture://doc/1:\ncontents of fixture://doc/1",
+    ));
+    let (_, _) = turn(&mut chat, "What does the resource say?").await;
+    let seen = chat.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen[0].messages[1].content,
+        "Resource fixture://doc/1:\ncontents of fixture://doc/1"
+    );
+    chat.engine.into_sessions_shutdown().await;
+}
