@@ -18,6 +18,8 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "40-llm: installing ${need[*]}" >&2
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  # A fresh machine (CI) has no package lists yet.
+  "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${need[@]}"
 else
   echo "40-llm: cmake, C++, libclang, aarch64 cross gcc and qemu-user are present" >&2

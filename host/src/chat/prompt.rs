@@ -53,7 +53,26 @@ pub fn guess_format(info: &BackendInfo) -> ToolFormat {
         .model
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned());
-    ToolFormat::guess(Some(&info.chat_template), model.as_deref())
+    let template = template_markers(&info.chat_template);
+    ToolFormat::guess(Some(template), model.as_deref())
+}
+
+/// Backends report the template's family by name (`chatml`, `jinja (qwen)`), not its source;
+/// the guesser reads markers, so a family name stands for its defining markers. Anything else
+/// (a template source from a runtime) is passed through.
+fn template_markers(template: &str) -> &str {
+    let family = template
+        .strip_prefix("jinja (")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or(template);
+    match family {
+        // Qwen's template is ChatML with Hermes-style `<tool_call>` blocks.
+        "qwen" => "<|im_start|><tool_call>",
+        "chatml" => "<|im_start|>",
+        "llama3" => "<|start_header_id|>",
+        "gemma" => "<start_of_turn>",
+        _ => template,
+    }
 }
 
 /// The whole system prompt: the configured (or default) prompt, then the tool section.
@@ -99,4 +118,51 @@ pub fn grammar_for_round(
 pub fn native_tools_json(settings: &ChatSettings, plan: &ToolPlan) -> Option<String> {
     plan.offers_tools(settings)
         .then(|| rkllm_function_tools_json(&plan.tools))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn info(template: &str, model: &str) -> BackendInfo {
+        BackendInfo {
+            backend: "llama",
+            model: PathBuf::from(model),
+            chat_template: template.into(),
+            context_length: 2048,
+            capabilities: Default::default(),
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_format_is_guessed_from_the_template_family_name() {
+        let cases = [
+            (
+                "chatml",
+                "SmolLM2-135M-Instruct.Q4_1.gguf",
+                ToolFormat::Hermes,
+            ),
+            (
+                "jinja (chatml)",
+                "SmolLM2-135M-Instruct.Q4_1.gguf",
+                ToolFormat::Hermes,
+            ),
+            ("jinja (qwen)", "model.gguf", ToolFormat::Hermes),
+            ("llama3", "Llama-3.2-1B-Instruct.gguf", ToolFormat::Llama3),
+            ("gemma", "model.gguf", ToolFormat::Gemma),
+            // The model's name is more specific than the family resemblance.
+            ("chatml", "Qwen3-Coder-30B.gguf", ToolFormat::Qwen3Coder),
+            ("jinja", "unknown.gguf", ToolFormat::ToolCallJson),
+        ];
+        for (template, model, want) in cases {
+            assert_eq!(
+                guess_format(&info(template, model)),
+                want,
+                "{template} {model}"
+            );
+        }
+    }
 }

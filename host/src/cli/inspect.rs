@@ -535,9 +535,19 @@ fn with_server<T: serde::Serialize>(server: &str, item: &T) -> anyhow::Result<Va
 
 /// Prints MCP content items for a person: text as is, binary content described, not dumped.
 fn print_content(items: &Value) {
+    let text = content_text(items);
+    if !text.is_empty() {
+        println!("{text}");
+    }
+}
+
+/// MCP content items (tool results, resource contents, prompt messages) as text for a person or
+/// the model: text as is, binary content described by type and size, never dumped.
+pub(crate) fn content_text(items: &Value) -> String {
     let Some(items) = items.as_array() else {
-        return;
+        return String::new();
     };
+    let mut out: Vec<String> = Vec::new();
     for item in items {
         // Resource contents (resources/read) have no `type`; content blocks do.
         let kind = item["type"]
@@ -547,9 +557,9 @@ fn print_content(items: &Value) {
             } else {
                 "blob"
             });
-        match kind {
-            "text" => println!("{}", item["text"].as_str().unwrap_or("")),
-            "image" | "audio" => println!(
+        out.push(match kind {
+            "text" => item["text"].as_str().unwrap_or("").to_string(),
+            "image" | "audio" => format!(
                 "[{kind}: {}, {} bytes base64]",
                 item["mimeType"].as_str().unwrap_or("?"),
                 item["data"].as_str().map_or(0, str::len)
@@ -558,10 +568,9 @@ fn print_content(items: &Value) {
                 let r = &item["resource"];
                 match r["text"].as_str() {
                     Some(text) => {
-                        println!("[resource {}]", r["uri"].as_str().unwrap_or("?"));
-                        println!("{text}");
+                        format!("[resource {}]\n{text}", r["uri"].as_str().unwrap_or("?"))
                     }
-                    None => println!(
+                    None => format!(
                         "[resource {}: {}, {} bytes base64]",
                         r["uri"].as_str().unwrap_or("?"),
                         r["mimeType"].as_str().unwrap_or("?"),
@@ -569,20 +578,21 @@ fn print_content(items: &Value) {
                     ),
                 }
             }
-            "resource_link" => println!(
+            "resource_link" => format!(
                 "[link {} {}]",
                 item["uri"].as_str().unwrap_or("?"),
                 item["name"].as_str().unwrap_or("")
             ),
-            "blob" => println!(
+            "blob" => format!(
                 "[{}: {}, {} bytes base64]",
                 item["uri"].as_str().unwrap_or("?"),
                 item["mimeType"].as_str().unwrap_or("?"),
                 item["blob"].as_str().map_or(0, str::len)
             ),
-            other => println!("[{other} content] {item}"),
-        }
+            other => format!("[{other} content] {item}"),
+        });
     }
+    out.join("\n")
 }
 
 fn parse_json_object(text: &str) -> anyhow::Result<Map<String, Value>> {
@@ -596,7 +606,7 @@ fn parse_json_object(text: &str) -> anyhow::Result<Map<String, Value>> {
     }
 }
 
-fn split_pair(pair: &str) -> anyhow::Result<(&str, &str)> {
+pub(crate) fn split_pair(pair: &str) -> anyhow::Result<(&str, &str)> {
     match pair.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k, v)),
         _ => Err(UsageError(format!("`{pair}` is not KEY=VALUE")).into()),

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod approve_prompt;
 mod ask;
+mod chat;
 mod doctor;
 mod models;
 mod plugins;
@@ -77,7 +79,9 @@ pub enum Command {
     /// List, inspect and check WebAssembly plugins.
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
-    /// Ask the model one question and stream its answer.
+    /// Chat with the model in the terminal; it may call the MCP servers' tools.
+    Chat(chat::ChatCmdArgs),
+    /// Ask the model one question (argument or stdin) and stream its answer; for scripts.
     Ask(ask::AskArgs),
     /// Show the installed models.
     #[command(subcommand)]
@@ -215,6 +219,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Resources(cmd) => crate::cli::inspect::resources(&ctx, cmd).await,
         Command::Prompts(cmd) => crate::cli::inspect::prompts(&ctx, cmd).await,
         Command::Plugins(cmd) => plugins::run(&ctx, cmd).await,
+        Command::Chat(args) => chat::run(&ctx, args).await,
         Command::Ask(args) => ask::run(&ctx, args).await,
         Command::Models(cmd) => models::run(&ctx, cmd).await,
         Command::Doctor(args) => doctor::run(&ctx, args).await,

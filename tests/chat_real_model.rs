@@ -1,0 +1,234 @@
+//! End to end with the real embedded model (SmolLM2-135M-Instruct, llama.cpp on the CPU, installed
+//! by scripts/setup) and real MCP servers, through the `rkmcp` binary: `ask` calls the real
+//! `mcp-server-time` and answers from its result; `chat` reads messages and slash commands from
+//! piped input. Greedy decoding keeps the model's output repeatable.
+use std::io::Write;
+use std::process::Stdio;
+
+use rkmcp_tests::*;
+use serde_json::Value;
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_rkmcp-fixture-server");
+
+/// Flags that make the model repeatable and cheap on CI's two cores.
+const GREEDY: &[&str] = &["--temperature", "0", "--threads", "1", "--ctx", "2048"];
+
+fn time_config(home: &std::path::Path) -> String {
+    let toml = stdio_entry(
+        "time",
+        &time_server().display().to_string(),
+        &["--local-timezone".to_string(), "UTC".to_string()],
+        "",
+    );
+    write(home, "rkmcp.toml", &toml).display().to_string()
+}
+
+/// Every call the transcript records, over all turns and rounds.
+fn calls(transcript: &Value) -> Vec<Value> {
+    transcript["turns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["rounds"].as_array().cloned().unwrap_or_default())
+        .flat_map(|r| r["calls"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn ask_answers_what_time_it_is_in_tokyo_from_the_real_time_server() {
+    let home = tempfile::tempdir().unwrap();
+    let config = time_config(home.path());
+    let mut args = vec![
+        "--config",
+        &config,
+        "ask",
+        "--json",
+        "--yes",
+        "--max-tokens",
+        "64",
+        "What time is it in Tokyo?",
+    ];
+    args.extend_from_slice(GREEDY);
+    let out = run_rkmcp(home.path(), &args);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)));
+    let transcript = &report["transcript"];
+
+    // The model called the time tool for Tokyo and the real server answered.
+    let calls = calls(transcript);
+    let call = calls
+        .iter()
+        .find(|c| c["tool"] == "get_current_time" && c["outcome"] == "ok")
+        .unwrap_or_else(|| panic!("no successful get_current_time call: {transcript:#}"));
+    assert_eq!(call["server"], "time");
+    assert_eq!(call["arguments"]["timezone"], "Asia/Tokyo", "{call:#}");
+    let result_text = call["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let result: Value = serde_json::from_str(result_text)
+        .unwrap_or_else(|e| panic!("the time server's result is not JSON ({e}): {result_text}"));
+    let datetime = result["datetime"].as_str().unwrap_or_default();
+    assert!(datetime.ends_with("+09:00"), "{result:#}");
+    // What the model was given back contains the server's answer.
+    assert!(
+        call["fed_back"].as_str().unwrap_or("").contains(datetime),
+        "{call:#}"
+    );
+
+    // The result reached the answer: the model repeats the time it was told (HH:MM), the date or
+    // the whole timestamp.
+    let answer = report["answer"].as_str().unwrap_or_default();
+    let hh_mm = datetime.get(11..16).unwrap_or("??:??");
+    let date = datetime.get(..10).unwrap_or("????");
+    assert!(
+        answer.contains(hh_mm) || answer.contains(date),
+        "answer does not use the tool's result {datetime}: {answer:?}"
+    );
+    assert_eq!(report["cancelled"], false);
+}
+
+#[test]
+fn ask_streams_the_answer_to_stdout_and_status_lines_to_stderr() {
+    let home = tempfile::tempdir().unwrap();
+    let config = time_config(home.path());
+    let mut args = vec![
+        "--config",
+        &config,
+        "ask",
+        "--yes",
+        "--max-tokens",
+        "64",
+        "What time is it in Tokyo?",
+    ];
+    args.extend_from_slice(GREEDY);
+    let out = run_rkmcp(home.path(), &args);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let (so, se) = (stdout(&out), stderr(&out));
+    assert!(
+        se.contains("[MCP: Calling tool 'get_current_time' on time"),
+        "stderr: {se}"
+    );
+    assert!(
+        !so.contains("[MCP:"),
+        "status lines leaked into stdout: {so}"
+    );
+    // No call markup reaches the user.
+    assert!(
+        !so.contains("<tool_call>") && !so.contains("TOOL_CALL"),
+        "{so}"
+    );
+    assert!(!so.trim().is_empty(), "no answer on stdout; stderr: {se}");
+}
+
+#[test]
+fn ask_without_a_terminal_denies_calls_that_need_a_person() {
+    // The fixture's tools carry no annotations, so by default a person must approve them; `ask`
+    // has nobody to ask and no --yes. The model is made to call (tool_choice = required).
+    let home = tempfile::tempdir().unwrap();
+    let toml = stdio_entry("fx", FIXTURE, &[], "allow = [\"echo\"]");
+    let config = write(home.path(), "rkmcp.toml", &toml)
+        .display()
+        .to_string();
+    let mut args = vec![
+        "--config",
+        &config,
+        "ask",
+        "--json",
+        "--tool-choice",
+        "required",
+        "--max-rounds",
+        "2",
+        "--max-tokens",
+        "48",
+        "Echo the word banana.",
+    ];
+    args.extend_from_slice(GREEDY);
+    let out = run_rkmcp(home.path(), &args);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let calls = calls(&report["transcript"]);
+    let first = calls
+        .first()
+        .unwrap_or_else(|| panic!("the model made no call: {report:#}"));
+    assert_eq!(first["outcome"], "denied", "{first:#}");
+    let reason = first["approval"]["deny"]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.contains("--yes") && reason.contains("fx/echo"),
+        "the denial should say how to allow it: {first:#}"
+    );
+    assert!(first.get("duration_ms").is_none(), "a denied call ran");
+}
+
+#[test]
+fn chat_reads_messages_and_slash_commands_from_piped_input() {
+    let home = tempfile::tempdir().unwrap();
+    let toml = stdio_entry("fx", FIXTURE, &[], "allow = [\"echo\"]");
+    let config = write(home.path(), "rkmcp.toml", &toml)
+        .display()
+        .to_string();
+    let saved = home.path().join("saved.json");
+    let mut args = vec!["--config", &config, "chat", "--max-tokens", "16"];
+    args.extend_from_slice(GREEDY);
+    let mut child = rkmcp_command(home.path(), &args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start rkmcp chat");
+    let script = format!(
+        "/tools\n/servers\n/tolls\n/resource fixture://doc/3\nWhat does the resource say?\n\"\"\"\nfirst line\nsecond line\n\"\"\"\n/save {}\n/exit\n",
+        saved.display()
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (so, se) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "stdout: {so}\nstderr: {se}");
+    // /tools and /servers print listings; a typo gets a suggestion and the chat goes on.
+    assert!(so.contains("fx__echo"), "{so}");
+    assert!(so.contains("rkmcp-fixture-server"), "{so}");
+    assert!(se.contains("did you mean /tools?"), "{se}");
+
+    // The transcript has the resource, both questions (the block as one message) and answers.
+    let transcript: Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).expect("/save wrote nothing"))
+            .unwrap();
+    let messages = transcript["messages"].as_array().unwrap();
+    let contents: Vec<(&str, &str)> = messages
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or(""),
+                m["content"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(
+        contents.contains(&(
+            "user",
+            "Resource fixture://doc/3:\ncontents of fixture://doc/3"
+        )),
+        "{contents:#?}"
+    );
+    assert!(
+        contents.contains(&("user", "What does the resource say?")),
+        "{contents:#?}"
+    );
+    assert!(
+        contents.contains(&("user", "first line\nsecond line")),
+        "{contents:#?}"
+    );
+    assert_eq!(transcript["turns"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        contents.iter().filter(|(r, _)| *r == "assistant").count(),
+        2,
+        "{contents:#?}"
+    );
+}
