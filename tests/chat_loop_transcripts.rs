@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rkmcp::chat::approval::{ApprovalConfig, Approver};
+use rkmcp::chat::approval::{ApprovalConfig, Approver, Verdict};
 use rkmcp::chat::engine::ChatEvent;
 use rkmcp::chat::settings::{Auto, ChatSettings};
 use rkmcp::chat::transcript::CallOutcome;
@@ -340,8 +340,10 @@ async fn unknown_tools_and_malformed_calls_are_handed_back_not_dropped() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_round_limit_stops_a_model_that_keeps_calling() {
-    let c = call("fx__echo", r#"{"message": "again"}"#);
-    let steps: Vec<&str> = vec![&c; 5];
+    let calls: Vec<String> = (1..=5)
+        .map(|i| call("fx__echo", &format!(r#"{{"message": "again {i}"}}"#)))
+        .collect();
+    let steps: Vec<&str> = calls.iter().map(String::as_str).collect();
     let mut chat = chat(scripted(&steps), false, true).await;
     let (outcome, events) = turn(&mut chat, "Loop").await;
     assert_eq!((outcome.rounds, outcome.tool_calls), (5, 4));
@@ -453,6 +455,82 @@ async fn context_pushed_into_the_chat_reaches_the_model() {
     assert_eq!(
         seen[0].messages[1].content,
         "Resource fixture://doc/1:\ncontents of fixture://doc/1"
+    );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repeated_call_is_not_run_again_and_the_model_may_only_answer() {
+    let c = call("fx__echo", r#"{"message": "hi"}"#);
+    let (backend, seen) = ScriptedBackend::new(
+        vec![
+            Step::Say(c.clone()),
+            Step::Say(c.clone()),
+            Step::Say("The echo said hi.".into()),
+        ],
+        3,
+    );
+    let mut chat = chat((backend.with_grammar().shared(), seen), false, true).await;
+    let (outcome, events) = turn(&mut chat, "Echo hi").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (3, 1));
+    assert_eq!(outcome.answer, "The echo said hi.");
+    let rounds = &chat.engine.transcript().turns[0].rounds;
+    assert_eq!(rounds[0].calls[0].outcome, CallOutcome::Ok);
+    let repeat = &rounds[1].calls[0];
+    assert_eq!(repeat.outcome, CallOutcome::NotRun);
+    assert!(
+        matches!(&repeat.approval, Verdict::Deny { reason, .. } if reason.contains("a repeat of call")),
+        "{:?}",
+        repeat.approval
+    );
+    assert_eq!(rounds[1].raw, c, "the repeat is kept in the transcript");
+    assert!(events.iter().any(
+        |e| matches!(e, ChatEvent::Notice { message } if message.contains("asked for again"))
+    ));
+    // The third round is constrained to a plain answer.
+    assert_eq!(
+        [
+            rounds[0].grammar.as_str(),
+            rounds[1].grammar.as_str(),
+            rounds[2].grammar.as_str()
+        ],
+        ["call-or-answer", "call-or-answer", "answer-only"]
+    );
+    let grammars: Vec<Option<String>> = chat
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.grammar.clone())
+        .collect();
+    let last = grammars[2].as_deref().unwrap_or_default();
+    assert!(!last.contains("TOOL_CALL"), "{last}");
+    // The repeat is taken back: the answering round sees question, call, result — once.
+    let third = chat.seen.lock().unwrap()[2].messages.clone();
+    let roles: Vec<Role> = third.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::System, Role::User, Role::Assistant, Role::Tool],
+        "{third:#?}"
+    );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_call_twice_in_one_answer_runs_once() {
+    let c = call("fx__echo", r#"{"message": "once"}"#);
+    let twice = format!("{c}\n{c}");
+    let mut chat = chat(scripted(&[&twice, "Done."]), false, true).await;
+    let (outcome, events) = turn(&mut chat, "Echo once").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (2, 1));
+    let calls = &chat.engine.transcript().turns[0].rounds[0].calls;
+    assert_eq!(calls.len(), 2, "both calls are in the transcript");
+    let outcomes: Vec<&CallOutcome> = calls.iter().map(|c| &c.outcome).collect();
+    assert!(outcomes.contains(&&CallOutcome::NotRun) && outcomes.contains(&&CallOutcome::Ok));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ChatEvent::Notice { message } if message.contains("runs once")))
     );
     chat.engine.into_sessions_shutdown().await;
 }

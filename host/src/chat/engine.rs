@@ -241,25 +241,19 @@ impl ChatEngine {
         let max_rounds = self.settings.max_rounds.max(1);
         let mut outcome = TurnOutcome::default();
         let mut fix_attempts = 0u32;
+        // Calls that ran this turn (id, name, arguments), to catch a model repeating itself.
+        let mut ran: Vec<(String, String, Value)> = Vec::new();
+        let mut answer_only = false;
         for round in 1..=max_rounds {
             outcome.rounds = round;
             let _ = events.send(ChatEvent::Round { round });
-            let grammar = prompt::grammar_for_round(
+            let (grammar, grammar_name) = prompt::grammar_for_round(
                 &self.settings,
                 &self.plan,
                 info.capabilities.grammar,
                 round,
+                answer_only,
             );
-            let grammar_name = match &grammar {
-                None => "none",
-                Some(_)
-                    if self.settings.tool_choice == super::settings::ToolChoice::Required
-                        && round == 1 =>
-                {
-                    "call-only"
-                }
-                Some(_) => "call-or-answer",
-            };
             let mut request = GenerateRequest::new(self.messages());
             request.grammar = grammar;
             request.stop = self.settings.stop.clone();
@@ -343,11 +337,66 @@ impl ChatEngine {
                 fix_attempts += 1;
             }
 
+            // The same call twice in one answer runs once. A call that already ran this turn is
+            // not run again, and the next round may only answer (small models otherwise repeat a
+            // call until the round limit).
+            let mut fresh: Vec<Pending> = Vec::new();
+            let mut repeats: Vec<(ToolCall, String)> = Vec::new();
+            for p in pending {
+                let same =
+                    |name: &str, args: &Value| name == p.call.name && *args == p.call.arguments;
+                if let Some(first) = fresh.iter().find(|q| same(&q.call.name, &q.call.arguments)) {
+                    let why = format!(
+                        "the same call as {} in this answer, which runs once",
+                        first.call.id
+                    );
+                    let _ = events.send(ChatEvent::Notice {
+                        message: format!(
+                            "'{}' was asked for twice with the same arguments; it runs once",
+                            p.call.name
+                        ),
+                    });
+                    round_record.calls.push(not_run(&p, "engine", &why));
+                } else if let Some((earlier, _, _)) = ran.iter().find(|(_, n, a)| same(n, a)) {
+                    let _ = events.send(ChatEvent::Notice {
+                        message: format!("'{}' was asked for again with the same arguments; the model answers with the result it has", p.call.name),
+                    });
+                    let message = format!(
+                        "You already called {} with these arguments ({earlier}); its result is above. Answer the user's question with it now.",
+                        p.call.name
+                    );
+                    repeats.push((p.call.clone(), message));
+                    round_record.calls.push(not_run(
+                        &p,
+                        "engine",
+                        &format!("a repeat of {earlier}, whose result the model already has"),
+                    ));
+                    answer_only = true;
+                } else {
+                    fresh.push(p);
+                }
+            }
+            let pending = fresh;
+            if pending.is_empty() && feedback.is_empty() && !repeats.is_empty() {
+                // Nothing new was asked: the round is taken back (it stays in the transcript) and
+                // the next one answers from the results already in the conversation — small
+                // models parrot a notice instead of answering.
+                if !raw.is_empty() {
+                    self.history.pop();
+                }
+            } else {
+                for (call, message) in repeats {
+                    feedback.push(Message::tool(
+                        self.feed_back(&call, &error_result(&message)),
+                    ));
+                }
+            }
+
             if round == max_rounds {
                 for p in &pending {
                     round_record
                         .calls
-                        .push(not_run(p, "the round limit was reached"));
+                        .push(not_run(p, "limit", "the round limit was reached"));
                 }
                 let message = format!(
                     "stopped after {max_rounds} rounds (chat.max_rounds); the model's last calls were not run"
@@ -363,6 +412,13 @@ impl ChatEngine {
             let results = self.approve_and_call(pending, events, cancel).await;
             for (call_record, message) in results {
                 outcome.tool_calls += usize::from(call_record.duration_ms.is_some());
+                if call_record.duration_ms.is_some() {
+                    ran.push((
+                        call_record.id.clone(),
+                        call_record.name.clone(),
+                        call_record.arguments.clone(),
+                    ));
+                }
                 round_record.calls.push(call_record);
                 feedback.push(message);
             }
@@ -747,7 +803,7 @@ fn error_result(message: &str) -> CallToolResultLike {
     }
 }
 
-fn not_run(p: &Pending, why: &str) -> CallRecord {
+fn not_run(p: &Pending, by: &str, why: &str) -> CallRecord {
     CallRecord {
         id: p.call.id.clone(),
         name: p.call.name.clone(),
@@ -756,7 +812,7 @@ fn not_run(p: &Pending, why: &str) -> CallRecord {
         arguments: p.call.arguments.clone(),
         coercions: p.coercions.clone(),
         approval: Verdict::Deny {
-            by: "limit".into(),
+            by: by.into(),
             reason: why.to_string(),
         },
         duration_ms: None,

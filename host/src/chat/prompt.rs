@@ -99,19 +99,25 @@ pub fn grammar_for_round(
     plan: &ToolPlan,
     backend_has_grammar: bool,
     round: u32,
-) -> Option<String> {
+    answer_only: bool,
+) -> (Option<String>, &'static str) {
     if let Some(g) = &settings.grammar {
-        return Some(g.clone());
+        return (Some(g.clone()), "user");
     }
     if !settings.constrained_decoding || !backend_has_grammar || !plan.offers_tools(settings) {
-        return None;
+        return (None, "none");
     }
-    let mode = if settings.tool_choice == ToolChoice::Required && round == 1 {
-        GrammarMode::CallOnly
+    let (mode, name) = if answer_only {
+        (GrammarMode::AnswerOnly, "answer-only")
+    } else if settings.tool_choice == ToolChoice::Required && round == 1 {
+        (GrammarMode::CallOnly, "call-only")
     } else {
-        GrammarMode::CallOrAnswer
+        (GrammarMode::CallOrAnswer, "call-or-answer")
     };
-    gbnf_grammar_with(plan.format, &plan.tools, mode)
+    match gbnf_grammar_with(plan.format, &plan.tools, mode) {
+        Some(g) => (Some(g), name),
+        None => (None, "none"),
+    }
 }
 
 /// The tool list as RKLLM's `rkllm_set_function_tools` takes it, for backends with native tools.

@@ -45,7 +45,7 @@ pub struct RoundRecord {
     pub text: String,
     pub finish: Option<FinishReason>,
     pub stats: Option<Stats>,
-    /// `none`, `call-or-answer` or `call-only`.
+    /// `none`, `call-or-answer`, `call-only`, `answer-only` (after a repeated call) or `user` (--grammar).
     pub grammar: String,
     pub calls: Vec<CallRecord>,
     /// Attempts that were not executed and were handed back to the model.

@@ -51,6 +51,11 @@ pub fn print_start(engine: &ChatEngine, failures: &[StartFailure]) {
 pub struct Printer {
     /// Whether stdout is at the start of a line (status lines must not land mid-sentence).
     at_line_start: bool,
+    /// Whitespace held back until text follows it: the blank lines a model writes around its
+    /// calls must not scroll the screen.
+    held: String,
+    /// Nothing has been printed since the last round or status line: leading whitespace is dropped.
+    block_start: bool,
     last_stats: Option<Stats>,
     calls: usize,
 }
@@ -65,12 +70,16 @@ impl Printer {
     pub fn new() -> Printer {
         Printer {
             at_line_start: true,
+            held: String::new(),
+            block_start: true,
             last_stats: None,
             calls: 0,
         }
     }
 
     fn status(&mut self, line: String) {
+        self.held.clear();
+        self.block_start = true;
         if !self.at_line_start {
             println!();
             self.at_line_start = true;
@@ -82,12 +91,27 @@ impl Printer {
     pub fn show(&mut self, event: &ChatEvent) {
         match event {
             ChatEvent::Text { text } => {
-                let mut out = std::io::stdout();
-                let _ = out.write_all(text.as_bytes());
-                let _ = out.flush();
-                if let Some(last) = text.chars().last() {
-                    self.at_line_start = last == '\n';
+                let body = text.trim_end();
+                let trailing = &text[body.len()..];
+                let body = if self.block_start {
+                    body.trim_start()
+                } else {
+                    body
+                };
+                if body.is_empty() {
+                    if !self.block_start {
+                        self.held.push_str(trailing);
+                    }
+                    return;
                 }
+                let mut out = std::io::stdout();
+                let _ = out.write_all(self.held.as_bytes());
+                let _ = out.write_all(body.as_bytes());
+                let _ = out.flush();
+                self.held.clear();
+                self.held.push_str(trailing);
+                self.block_start = false;
+                self.at_line_start = body.ends_with('\n');
             }
             ChatEvent::ToolCall {
                 name: _,
@@ -132,7 +156,10 @@ impl Printer {
             }
             ChatEvent::Generated { stats, .. } => self.last_stats = Some(stats.clone()),
             ChatEvent::Notice { message } => self.status(format!("[rkmcp: {message}]")),
-            ChatEvent::Round { .. } => {}
+            ChatEvent::Round { .. } => {
+                self.held.clear();
+                self.block_start = true;
+            }
         }
     }
 

@@ -436,3 +436,16 @@ fn call_only_grammars_refuse_plain_answers() {
         assert!(!text.contains("answer"), "{f}: {text}");
     }
 }
+
+#[test]
+fn answer_only_grammars_refuse_calls() {
+    for f in ToolFormat::all() {
+        let Some(text) = gbnf_grammar_with(*f, &tools(), GrammarMode::AnswerOnly) else {
+            continue;
+        };
+        let g = Gbnf::parse(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(g.accepts("It is 12:30 in Tokyo."), "{f}: {text}");
+        let call = example_call(*f, "search", &json!({"exact": true}));
+        assert!(!g.accepts(&call), "{f}: {call}");
+    }
+}

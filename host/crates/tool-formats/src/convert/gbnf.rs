@@ -256,6 +256,8 @@ pub enum GrammarMode {
     /// Only valid calls: for "a tool must be called" turns, and for tiny models, which given the
     /// choice almost always answer in prose (SmolLM2-135M did in every format here).
     CallOnly,
+    /// Only a plain answer: after the model repeated a call whose result it already has.
+    AnswerOnly,
 }
 
 /// A GBNF grammar that lets the model either answer in plain text or emit valid calls of the
@@ -303,6 +305,20 @@ pub fn gbnf_grammar_with(
         ),
         _ => return None,
     };
+    let escaped: String = answer_excludes
+        .chars()
+        .map(|c| {
+            if c == ']' || c == '\\' {
+                format!("\\{c}")
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let answer = format!("[^{escaped} \\t\\n] .*");
+    if mode == GrammarMode::AnswerOnly {
+        return Some(format!("root ::= {answer}\n"));
+    }
     let mut g = Grammar::new();
     let mut alts = Vec::new();
     for t in tools {
@@ -323,21 +339,11 @@ pub fn gbnf_grammar_with(
         );
         alts.push(g.add(&format!("call-{}", t.name), body));
     }
-    let escaped: String = answer_excludes
-        .chars()
-        .map(|c| {
-            if c == ']' || c == '\\' {
-                format!("\\{c}")
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
     let mut head = vec![
         ("root".to_string(), "calls | answer".to_string()),
         ("calls".to_string(), calls.to_string()),
         ("call".to_string(), alts.join(" | ")),
-        ("answer".to_string(), format!("[^{escaped} \\t\\n] .*")),
+        ("answer".to_string(), answer),
     ];
     if mode == GrammarMode::CallOnly {
         head[0].1 = "calls".to_string();
