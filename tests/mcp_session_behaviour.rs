@@ -1,6 +1,7 @@
 //! Session behaviour the public servers cannot show, against our own fixture server:
 //! pagination, `list_changed` refresh, colliding tool names, a server that dies at start, one
-//! that never answers, a request that times out, and no orphaned children.
+//! that never answers, a request that times out, and no orphaned children; and progress
+//! notifications from server-everything's long-running operation.
 use std::time::Duration;
 
 use rkmcp::mcp::{ListKind, SessionEvent, SessionManager};
@@ -274,4 +275,51 @@ fn no_orphans_when_rkmcp_is_killed() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_calls_ask_for_progress_and_subscribers_receive_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cmd, args) = everything_cmd();
+    let config = load_config(
+        dir.path(),
+        &stdio_entry(
+            "ev",
+            &cmd,
+            &args,
+            "allow = [\"trigger-long-running-operation\"]",
+        ),
+    );
+    let manager = SessionManager::start(&config, None).await;
+    assert!(manager.failures().is_empty(), "{:?}", manager.failures());
+    let mut events = manager.session("ev").unwrap().subscribe();
+    let result = manager
+        .call_tool(
+            "ev__trigger-long-running-operation",
+            json!({"duration": 0.3, "steps": 3}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    // Notifications are handled on their own task: give the last one a moment to arrive.
+    let mut seen = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while seen.len() < 3 {
+            match events.recv().await {
+                Ok(SessionEvent::Progress { server, params }) => {
+                    assert_eq!(server, "ev");
+                    seen.push((params.progress, params.total));
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        seen,
+        vec![(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))],
+        "progress notifications for the call's token"
+    );
+    manager.shutdown().await;
 }

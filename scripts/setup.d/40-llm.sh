@@ -8,8 +8,9 @@ set -euo pipefail
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v c++ >/dev/null 2>&1 || need+=(g++)
-# bindgen loads libclang at build time; any Debian libclang will do.
-if ! compgen -G "/usr/lib/llvm-*/lib/libclang.so*" >/dev/null && ! compgen -G "/usr/lib/*-linux-gnu/libclang-*.so*" >/dev/null; then
+# bindgen loads libclang at build time; any Debian libclang will do. Not libclang-cpp (a different
+# library some images carry): `libclang-*.so*` would match it and leave bindgen without libclang.
+if ! compgen -G "/usr/lib/llvm-*/lib/libclang.so*" >/dev/null && ! compgen -G "/usr/lib/*-linux-gnu/libclang-[0-9]*.so*" >/dev/null; then
   need+=(libclang-dev)
 fi
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)

@@ -5,15 +5,17 @@
 //! run today still use them, so this module uses them on purpose.
 #![allow(deprecated)]
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientRequest,
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation,
-    InitializeRequestParams, LoggingLevel, LoggingMessageNotificationParam, PingRequest,
-    ProgressNotificationParam, Prompt, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceTemplate, ServerPeerInfo, Tool,
+    InitializeRequestParams, LoggingLevel, LoggingMessageNotificationParam, NumberOrString,
+    PingRequest, ProgressNotificationParam, ProgressToken, Prompt, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, Resource, ResourceTemplate,
+    ServerPeerInfo, Tool,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -400,6 +402,12 @@ impl Session {
     ) -> Result<CallToolResult, SessionError> {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
+        // A token per call lets the server report progress (subscribers see SessionEvent::Progress).
+        static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+        let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+            NumberOrString::String(format!("rkmcp-{token}").into()),
+        )));
         self.timed(
             format!("calling tool `{tool}`"),
             self.peer().call_tool(params),

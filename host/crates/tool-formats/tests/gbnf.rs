@@ -435,6 +435,16 @@ fn call_only_grammars_refuse_plain_answers() {
         assert!(g.accepts(&good), "{f}: {good}");
         assert!(!text.contains("answer"), "{f}: {text}");
     }
+    // One call only: a tiny model made to call would otherwise repeat it to the token limit.
+    for f in [ToolFormat::Hermes, ToolFormat::ToolCallJson] {
+        let good = example_call(f, "search", &json!({"exact": true}));
+        let twice = format!("{good}\n{good}");
+        let only =
+            Gbnf::parse(&gbnf_grammar_with(f, &tools(), GrammarMode::CallOnly).unwrap()).unwrap();
+        let either = Gbnf::parse(&gbnf_grammar(f, &tools()).unwrap()).unwrap();
+        assert!(!only.accepts(&twice), "{f}");
+        assert!(either.accepts(&twice), "{f}");
+    }
 }
 
 #[test]

@@ -253,8 +253,9 @@ pub enum GrammarMode {
     /// A plain answer or valid calls.
     #[default]
     CallOrAnswer,
-    /// Only valid calls: for "a tool must be called" turns, and for tiny models, which given the
-    /// choice almost always answer in prose (SmolLM2-135M did in every format here).
+    /// Exactly one valid call: for "a tool must be called" rounds, and for tiny models, which
+    /// given the choice almost always answer in prose (SmolLM2-135M did in every format here).
+    /// One, because a tiny model forced to call repeats the call until the token limit.
     CallOnly,
     /// Only a plain answer: after the model repeated a call whose result it already has.
     AnswerOnly,
@@ -284,23 +285,36 @@ pub fn gbnf_grammar_with(
     } else {
         "arguments"
     };
-    let (calls, answer_excludes) = match format {
+    // (several calls, exactly one call, what a plain answer may not start with)
+    let (calls, one_call, answer_excludes) = match format {
         ToolFormat::ToolCallJson => (
             r#""[TOOL_CALL]" ws call ws "[END_TOOL_CALL]" (ws "[TOOL_CALL]" ws call ws "[END_TOOL_CALL]")*"#,
+            r#""[TOOL_CALL]" ws call ws "[END_TOOL_CALL]""#,
             "[",
         ),
         ToolFormat::Hermes => (
             r#""<tool_call>" ws call ws "</tool_call>" (ws "<tool_call>" ws call ws "</tool_call>")*"#,
+            r#""<tool_call>" ws call ws "</tool_call>""#,
             "<",
         ),
-        ToolFormat::PlainJson => (r#"call | "[" ws call ws ("," ws call ws)* "]""#, "{["),
-        ToolFormat::Llama3 => (r#"("<|python_tag|>")? call (ws ";" ws call)*"#, "{<"),
+        ToolFormat::PlainJson => (
+            r#"call | "[" ws call ws ("," ws call ws)* "]""#,
+            "call",
+            "{[",
+        ),
+        ToolFormat::Llama3 => (
+            r#"("<|python_tag|>")? call (ws ";" ws call)*"#,
+            r#"("<|python_tag|>")? call"#,
+            "{<",
+        ),
         ToolFormat::Mistral => (
             r#""[TOOL_CALLS]" "[" ws call ws ("," ws call ws)* "]""#,
+            r#""[TOOL_CALLS]" "[" ws call ws "]""#,
             "[",
         ),
         ToolFormat::Granite => (
             r#""<|tool_call|>" "[" ws call ws ("," ws call ws)* "]""#,
+            r#""<|tool_call|>" "[" ws call ws "]""#,
             "<",
         ),
         _ => return None,
@@ -347,6 +361,7 @@ pub fn gbnf_grammar_with(
     ];
     if mode == GrammarMode::CallOnly {
         head[0].1 = "calls".to_string();
+        head[1].1 = one_call.to_string();
         head.pop();
     }
     Some(g.render(&head))
