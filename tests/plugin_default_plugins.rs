@@ -240,3 +240,75 @@ async fn converter_config_picks_format_style_and_result_limit() {
         other => panic!("bad format config: {other:?}"),
     }
 }
+
+/// `(name, text)` of every JSON file in the shared converter corpus folder `kind`.
+fn converter_corpus(kind: &str) -> Vec<(String, String)> {
+    let dir = rkmcp_tests::repo()
+        .join("host/crates/tool-formats/converter-corpus")
+        .join(kind);
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("corpus file");
+            (p.file_name().unwrap().to_string_lossy().into_owned(), text)
+        })
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "{} is empty", dir.display());
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_converter_component_equals_the_native_converter_on_the_whole_corpus() {
+    let f = Fixture::new(&[(CONVERTER, CONVERTER)]);
+    let tool_sets = converter_corpus("tools");
+    let results = converter_corpus("results");
+    let call = ToolCall {
+        id: "call00042".into(),
+        name: "files__read_text_file".into(),
+        arguments: json!({"path": "/data/report.csv", "head": 3}),
+    };
+    let mut compared = 0;
+    for &format in ToolFormat::all() {
+        let styles = std::iter::once(None).chain(PromptStyle::ALL.iter().copied().map(Some));
+        for style in styles {
+            let style_cfg = style.map(|s| format!(", style = \"{s}\"")).unwrap_or_default();
+            let h = f.host(&format!(
+                "[grants.{CONVERTER}]\ncall_timeout_ms = 10000\nconfig = {{ format = \"{format}\"{style_cfg}, max_result_chars = 3000 }}\n"
+            ));
+            let c = h.schema_converter(CONVERTER).expect("converter");
+            for (name, tools) in &tool_sets {
+                let got = c
+                    .convert(tools)
+                    .await
+                    .unwrap_or_else(|e| panic!("{format}/{style:?}/{name}: {e}"));
+                let want = convert_tools(format, style, &parse_tools_json(tools).expect("tools"));
+                assert_eq!(got.system_prompt, want.system_prompt, "{format}/{style:?}/{name}");
+                assert_eq!(got.grammar, want.grammar, "{format}/{style:?}/{name}");
+                assert_eq!(got.json_schema, want.json_schema, "{format}/{style:?}/{name}");
+                compared += 1;
+            }
+            if style.is_some() {
+                continue; // results depend on the format only
+            }
+            for (name, result) in &results {
+                let got = c
+                    .format_result(&call, result)
+                    .await
+                    .unwrap_or_else(|e| panic!("{format}/{name}: {e}"));
+                let want = format_tool_result_with(
+                    format,
+                    &call,
+                    &parse_tool_result_json(result).expect("result"),
+                    &ResultOptions { max_chars: 3000 },
+                );
+                assert_eq!(got, want, "{format}/{name}");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 100, "only {compared} comparisons");
+}

@@ -411,7 +411,7 @@ pub struct Approver {
 
 impl Approver {
     /// `guards` are the plugins named in `config.guards`, in order (see
-    /// [`load_guards`](super::start::load_guards)). Err = a config error (a bad glob), without
+    /// [`load_plugins`](super::start::load_plugins)). Err = a config error (a bad glob), without
     /// the `[chat.approval]` prefix.
     pub fn new(
         config: &ApprovalConfig,

@@ -13,9 +13,11 @@ use rkmcp_tool_formats::convert::{
     CallToolResultLike, ContentItem, ResultOptions, ToolDef, example_call, format_tool_result_with,
     result_body,
 };
-use rkmcp_tool_formats::{DetectorEvent, ToolCall, ToolCallDetector};
+use rkmcp_plugin_host::Detector;
+use rkmcp_tool_formats::{DetectorEvent, ToolCall};
 
 use super::approval::{ApprovalRequest, Approver, Verdict};
+use super::detect::ResponseDetector;
 use super::prompt::{self, ToolPlan};
 use super::settings::ChatSettings;
 use super::transcript::{CallOutcome, CallRecord, Rejection, RoundRecord, Transcript, TurnRecord};
@@ -104,6 +106,8 @@ pub struct ChatEngine {
     transcript: Transcript,
     /// Counts calls across the whole conversation, so ids stay unique.
     calls_made: u64,
+    /// `[chat] detector`: a detector plugin used instead of the built-in detector.
+    detector_plugin: Option<Detector>,
 }
 
 impl ChatEngine {
@@ -134,9 +138,18 @@ impl ChatEngine {
             history: Vec::new(),
             transcript,
             calls_made: 0,
+            detector_plugin: None,
         };
         engine.refresh_tools();
         engine
+    }
+
+    /// Reads the model's answers with a detector plugin (the built-in detector takes over for
+    /// an answer the plugin fails on).
+    pub fn with_detector_plugin(mut self, detector: Detector) -> ChatEngine {
+        self.transcript.detector = Some(detector.name().to_string());
+        self.detector_plugin = Some(detector);
+        self
     }
 
     /// Re-reads the tools of every live server (they change on `list_changed`).
@@ -465,40 +478,52 @@ impl ChatEngine {
         cancel: &CancellationToken,
     ) -> anyhow::Result<(String, Option<(FinishReason, Stats)>, Detected)> {
         let mut stream = self.backend.generate(request);
-        let mut detector: Option<Box<dyn ToolCallDetector>> =
-            offers_tools.then(|| self.plan.format.detector());
+        let mut detector = if offers_tools {
+            let dialect = self
+                .settings
+                .detector_format
+                .clone()
+                .unwrap_or_else(|| self.plan.format.name().to_string());
+            let (d, notice) =
+                ResponseDetector::start(self.plan.format, self.detector_plugin.as_ref(), &dialect)
+                    .await;
+            notify(events, notice);
+            Some(d)
+        } else {
+            None
+        };
         let mut detected = Detected::default();
         let mut raw = String::new();
+        let mut aborted = false;
         loop {
-            tokio::select! {
-                chunk = stream.chunks.recv() => match chunk {
-                    Some(chunk) => {
-                        raw.push_str(&chunk);
-                        let found = match detector.as_mut() {
-                            Some(d) => d.feed(&chunk),
-                            None => vec![DetectorEvent::Text(chunk)],
-                        };
-                        detected.take(found, events);
+            let chunk = if aborted {
+                // Drain what was generated before the abort took effect.
+                stream.chunks.recv().await
+            } else {
+                tokio::select! {
+                    chunk = stream.chunks.recv() => chunk,
+                    _ = cancel.cancelled() => {
+                        stream.abort.abort();
+                        aborted = true;
+                        continue;
                     }
-                    None => break,
-                },
-                _ = cancel.cancelled() => {
-                    stream.abort.abort();
-                    // Drain what was generated before the abort took effect.
-                    while let Some(chunk) = stream.chunks.recv().await {
-                        raw.push_str(&chunk);
-                        if let Some(d) = detector.as_mut() {
-                            detected.take(d.feed(&chunk), events);
-                        } else {
-                            detected.take(vec![DetectorEvent::Text(chunk)], events);
-                        }
-                    }
-                    break;
                 }
+            };
+            let Some(chunk) = chunk else { break };
+            raw.push_str(&chunk);
+            match detector.as_mut() {
+                Some(d) => {
+                    let (found, notice) = d.feed(&chunk).await;
+                    notify(events, notice);
+                    detected.take(found, events);
+                }
+                None => detected.take(vec![DetectorEvent::Text(chunk)], events),
             }
         }
         if let Some(d) = detector.as_mut() {
-            detected.take(d.finish(), events);
+            let (found, notice) = d.finish().await;
+            notify(events, notice);
+            detected.take(found, events);
         }
         let generation = match stream.finish().await {
             Ok(g) => {
@@ -777,6 +802,13 @@ impl Detected {
                 DetectorEvent::Malformed { raw, error } => self.malformed.push((raw, error)),
             }
         }
+    }
+}
+
+fn notify(events: &UnboundedSender<ChatEvent>, notice: Option<String>) {
+    if let Some(message) = notice {
+        tracing::warn!("{message}");
+        let _ = events.send(ChatEvent::Notice { message });
     }
 }
 

@@ -1,10 +1,12 @@
 //! The chat loop: from a user's message to the model's answer, with MCP tool calls in between.
 //!
 //! Data flows in module order: [`settings`] (the `[chat]` table) → [`prompt`] (system prompt, tool
-//! section, grammar per round) → the model (rkmcp-llm) → detectors (rkmcp-tool-formats) →
+//! section, grammar per round) → the model (rkmcp-llm) → [`detect`] (the built-in detector of
+//! rkmcp-tool-formats or a detector plugin) →
 //! [`validate`] (arguments against the tool's schema) → [`approval`] (policy, guard plugins, the
 //! user) → MCP sessions → results fed back. [`engine`] runs that loop for `rkmcp chat` and `ask`.
 pub mod approval;
+pub mod detect;
 pub mod engine;
 pub mod prompt;
 pub mod settings;

@@ -97,6 +97,11 @@ pub struct ChatSettings {
     /// Extra stop sequences.
     pub stop: Vec<String>,
     pub approval: ApprovalConfig,
+    /// A detector plugin (its name in the plugin folder) that reads the model's answers instead
+    /// of the built-in detector; the built-in one takes over if the plugin fails.
+    pub detector: Option<String>,
+    /// The dialect asked of the detector plugin (default: the tool format's name).
+    pub detector_format: Option<String>,
     /// A grammar for every round instead of the generated one (`ask --grammar`); not a config key.
     #[serde(skip)]
     pub grammar: Option<String>,
@@ -116,6 +121,8 @@ impl Default for ChatSettings {
             result_max_chars: rkmcp_tool_formats::convert::DEFAULT_RESULT_LIMIT,
             stop: Vec::new(),
             approval: ApprovalConfig::default(),
+            detector: None,
+            detector_format: None,
             grammar: None,
         }
     }

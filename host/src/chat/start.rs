@@ -2,7 +2,7 @@
 use std::sync::Arc;
 
 use rkmcp_llm::{ModelConfig, SharedBackend};
-use rkmcp_plugin_host::{ApprovalGuard, PluginHost, PluginsConfig};
+use rkmcp_plugin_host::{ApprovalGuard, Detector, PluginHost, PluginsConfig};
 
 use super::approval::{Approver, Prompter};
 use super::engine::ChatEngine;
@@ -57,13 +57,14 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         Some(s) => s,
         None => SessionManager::start(&without_servers(config), None).await,
     };
-    let guards = match load_guards(config, &options.settings.approval.guards) {
-        Ok(g) => g,
+    let plugins = match load_plugins(config, &options.settings) {
+        Ok(p) => p,
         Err(err) => {
             sessions.shutdown().await;
             return Err(err);
         }
     };
+    let guards = plugins.guards;
     let approver = match Approver::new(
         &options.settings.approval,
         guards,
@@ -77,7 +78,10 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         }
     };
     let failures = sessions.failures().to_vec();
-    let engine = ChatEngine::new(backend, Arc::new(sessions), options.settings, approver);
+    let mut engine = ChatEngine::new(backend, Arc::new(sessions), options.settings, approver);
+    if let Some(detector) = plugins.detector {
+        engine = engine.with_detector_plugin(detector);
+    }
     Ok(StartedChat { engine, failures })
 }
 
@@ -87,15 +91,28 @@ fn without_servers(config: &Config) -> Config {
     c
 }
 
-/// The approval-guard plugins named in `[chat.approval] guards`, in order. A guard that cannot be
-/// loaded is a configuration error: running without a guard the user asked for would be unsafe.
-pub fn load_guards(config: &Config, names: &[String]) -> anyhow::Result<Vec<ApprovalGuard>> {
-    if names.is_empty() {
-        return Ok(Vec::new());
+/// The plugins a chat uses, loaded from one plugin host.
+pub struct ChatPlugins {
+    /// `[chat.approval] guards`, in order.
+    pub guards: Vec<ApprovalGuard>,
+    /// `[chat] detector`.
+    pub detector: Option<Detector>,
+}
+
+/// Loads the approval guards and the detector plugin the settings name. A plugin that cannot be
+/// loaded is a configuration error: running without a guard the user asked for would be unsafe,
+/// and a detector the user chose silently replaced would hide the problem.
+pub fn load_plugins(config: &Config, settings: &ChatSettings) -> anyhow::Result<ChatPlugins> {
+    let names = &settings.approval.guards;
+    if names.is_empty() && settings.detector.is_none() {
+        return Ok(ChatPlugins {
+            guards: Vec::new(),
+            detector: None,
+        });
     }
     let plugins: PluginsConfig = config.section("plugins")?;
     let host = PluginHost::new(plugins)?;
-    names
+    let guards = names
         .iter()
         .map(|name| {
             host.approval_guard(name).map_err(|err| {
@@ -104,5 +121,14 @@ pub fn load_guards(config: &Config, names: &[String]) -> anyhow::Result<Vec<Appr
                 )))
             })
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let detector = match &settings.detector {
+        Some(name) => Some(host.detector(name).map_err(|err| {
+            anyhow::Error::from(crate::config::ConfigError::new(format!(
+                "[chat] detector: cannot load detector plugin `{name}`: {err} (see `rkmcp plugins list`)"
+            )))
+        })?),
+        None => None,
+    };
+    Ok(ChatPlugins { guards, detector })
 }

@@ -16,6 +16,9 @@ pub struct Transcript {
     /// The call format and prompt style the model was asked to use.
     pub tool_format: String,
     pub prompt_style: String,
+    /// The detector plugin reading the answers (`None`: the built-in detector).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detector: Option<String>,
     /// The conversation as the model saw it last (system prompt first).
     pub messages: Vec<Message>,
     pub turns: Vec<TurnRecord>,

@@ -135,6 +135,10 @@ pub struct ChatArgs {
     /// Let the model write freely instead of constraining calls with a grammar.
     #[arg(long)]
     pub no_constrain: bool,
+    /// Read the model's answers with this detector plugin (a name from `rkmcp plugins list`)
+    /// instead of the built-in detector.
+    #[arg(long, value_name = "PLUGIN")]
+    pub detector: Option<String>,
     /// Most generate → call rounds per question.
     #[arg(long, value_name = "N")]
     pub max_rounds: Option<u32>,
@@ -156,6 +160,9 @@ impl ChatArgs {
         }
         if self.no_constrain {
             settings.constrained_decoding = false;
+        }
+        if let Some(v) = &self.detector {
+            settings.detector = Some(v.clone());
         }
         if let Some(v) = self.max_rounds {
             settings.max_rounds = v;

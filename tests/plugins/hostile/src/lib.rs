@@ -23,6 +23,7 @@ struct Hostile {
 
 const MODES: &[&str] = &[
     "echo",
+    "echo-until-bracket",
     "loop",
     "memory-bomb",
     "recursion",
@@ -72,6 +73,11 @@ impl GuestSession for Hostile {
         self.feeds.set(self.feeds.get() + 1);
         match self.mode.as_str() {
             "echo" => vec![Event::Text(chunk)],
+            // Healthy until the model starts a call: a plugin that fails half-way through an answer.
+            "echo-until-bracket" if chunk.contains('[') => {
+                panic!("hostile plugin met a bracket (feed #{})", self.feeds.get())
+            }
+            "echo-until-bracket" => vec![Event::Text(chunk)],
             "loop" => {
                 let mut n = 0u64;
                 loop {

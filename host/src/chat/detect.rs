@@ -1,0 +1,208 @@
+//! Which detector reads one model response: the built-in one for the tool format, or a detector
+//! plugin (`[chat] detector = "NAME"`, a sandboxed WebAssembly component).
+//!
+//! A plugin is untrusted: it may trap, run out of time or refuse the format. When it does, the
+//! response is not lost: the built-in detector for the same format re-reads everything the model
+//! said so far, and only what the plugin had not yet reported is passed on (the user never sees
+//! text twice, no call is run twice). The switch is reported as a notice.
+use rkmcp_plugin_host::{Detector, DetectorSession};
+use rkmcp_tool_formats::{DetectorEvent, ToolCallDetector, ToolFormat};
+
+/// The detector of one response.
+pub struct ResponseDetector {
+    format: ToolFormat,
+    active: Active,
+    /// Everything fed so far, kept while a plugin reads (for the fallback's replay).
+    fed: String,
+    /// Bytes of text and number of calls (incl. malformed) already reported.
+    text_reported: usize,
+    calls_reported: usize,
+}
+
+enum Active {
+    Builtin(Box<dyn ToolCallDetector>),
+    Plugin {
+        name: String,
+        session: DetectorSession,
+    },
+}
+
+impl ResponseDetector {
+    /// The built-in detector for `format`.
+    pub fn builtin(format: ToolFormat) -> ResponseDetector {
+        ResponseDetector {
+            format,
+            active: Active::Builtin(format.detector()),
+            fed: String::new(),
+            text_reported: 0,
+            calls_reported: 0,
+        }
+    }
+
+    /// A session of `plugin` for the dialect `dialect`; the built-in detector for `format` (with
+    /// a notice) when the plugin cannot start one.
+    pub async fn start(
+        format: ToolFormat,
+        plugin: Option<&Detector>,
+        dialect: &str,
+    ) -> (ResponseDetector, Option<String>) {
+        let mut detector = ResponseDetector::builtin(format);
+        let Some(plugin) = plugin else {
+            return (detector, None);
+        };
+        match plugin.start_session(dialect).await {
+            Ok(session) => {
+                detector.active = Active::Plugin {
+                    name: plugin.name().to_string(),
+                    session,
+                };
+                (detector, None)
+            }
+            Err(err) => {
+                let notice = fallback_notice(plugin.name(), &err.to_string(), format);
+                (detector, Some(notice))
+            }
+        }
+    }
+
+    /// Whether a plugin (still) reads this response.
+    pub fn plugin_name(&self) -> Option<&str> {
+        match &self.active {
+            Active::Plugin { name, .. } => Some(name),
+            Active::Builtin(_) => None,
+        }
+    }
+
+    /// Events completed by `chunk`, and a notice if the plugin failed on it.
+    pub async fn feed(&mut self, chunk: &str) -> (Vec<DetectorEvent>, Option<String>) {
+        let found = match &mut self.active {
+            Active::Builtin(d) => Ok(d.feed(chunk)),
+            Active::Plugin { name, session } => {
+                self.fed.push_str(chunk);
+                session
+                    .feed(chunk)
+                    .await
+                    .map_err(|err| fallback_notice(name, &err.to_string(), self.format))
+            }
+        };
+        match found {
+            Ok(events) => (self.count(events), None),
+            Err(notice) => (self.fall_back(), Some(notice)),
+        }
+    }
+
+    /// The end of the response: what was held back.
+    pub async fn finish(&mut self) -> (Vec<DetectorEvent>, Option<String>) {
+        let found = match &mut self.active {
+            Active::Builtin(d) => Ok(d.finish()),
+            Active::Plugin { name, session } => session
+                .finish()
+                .await
+                .map_err(|err| fallback_notice(name, &err.to_string(), self.format)),
+        };
+        match found {
+            Ok(events) => (self.count(events), None),
+            Err(notice) => {
+                let mut events = self.fall_back();
+                let rest = match &mut self.active {
+                    Active::Builtin(d) => d.finish(),
+                    Active::Plugin { .. } => Vec::new(),
+                };
+                events.extend(self.count(rest));
+                (events, Some(notice))
+            }
+        }
+    }
+
+    /// Replaces the plugin with the built-in detector, which re-reads the whole response so far;
+    /// returns only what the plugin had not reported.
+    fn fall_back(&mut self) -> Vec<DetectorEvent> {
+        let mut builtin = self.format.detector();
+        let replayed = builtin.feed(&std::mem::take(&mut self.fed));
+        self.active = Active::Builtin(builtin);
+        let (mut skip_text, mut skip_calls) = (self.text_reported, self.calls_reported);
+        let mut fresh = Vec::new();
+        for event in replayed {
+            match event {
+                DetectorEvent::Text(t) if skip_text > 0 => {
+                    let cut = skip_text.min(t.len());
+                    skip_text -= cut;
+                    // Both detectors read the same text, so the cut falls on a character
+                    // boundary; if a plugin reported different text, keep the rest whole.
+                    if let Some(rest) = t.get(cut..).filter(|r| !r.is_empty()) {
+                        fresh.push(DetectorEvent::Text(rest.to_string()));
+                    }
+                }
+                DetectorEvent::ToolCall(_) | DetectorEvent::Malformed { .. } if skip_calls > 0 => {
+                    skip_calls -= 1;
+                }
+                other => fresh.push(other),
+            }
+        }
+        self.count(fresh)
+    }
+
+    fn count(&mut self, events: Vec<DetectorEvent>) -> Vec<DetectorEvent> {
+        for e in &events {
+            match e {
+                DetectorEvent::Text(t) => self.text_reported += t.len(),
+                _ => self.calls_reported += 1,
+            }
+        }
+        events
+    }
+}
+
+fn fallback_notice(plugin: &str, error: &str, format: ToolFormat) -> String {
+    format!(
+        "detector plugin `{plugin}` failed ({error}); the built-in {format} detector reads this answer instead"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkmcp_tool_formats::normalize;
+
+    #[tokio::test]
+    async fn the_builtin_detector_is_used_without_a_plugin() {
+        let (mut d, notice) = ResponseDetector::start(ToolFormat::Hermes, None, "hermes").await;
+        assert!(notice.is_none() && d.plugin_name().is_none());
+        let mut events = d.feed("Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}").await.0;
+        events.extend(d.feed("</tool_call> bye").await.0);
+        events.extend(d.finish().await.0);
+        let events = normalize(events);
+        assert!(matches!(&events[1], DetectorEvent::ToolCall(c) if c.name == "f"));
+        assert_eq!(d.calls_reported, 1);
+    }
+
+    #[test]
+    fn a_fallback_reports_only_what_was_not_reported() {
+        let mut d = ResponseDetector::builtin(ToolFormat::Hermes);
+        // As if a plugin had read the first call and shown "Before ".
+        d.fed = "Before <tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call> middle <tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>".into();
+        d.text_reported = "Before ".len();
+        d.calls_reported = 1;
+        let mut events = d.fall_back();
+        if let Active::Builtin(b) = &mut d.active {
+            events.extend(b.finish());
+        }
+        let events = normalize(events);
+        let calls: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                DetectorEvent::ToolCall(c) => Some(c.name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls, ["b"]);
+        let text: String = events
+            .iter()
+            .filter_map(|e| match e {
+                DetectorEvent::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text.trim(), "middle");
+    }
+}

@@ -1,0 +1,221 @@
+//! The chat loop reading the model's answers with a detector plugin (`[chat] detector`): the real
+//! `detector-tool-call` component gives the same conversation as the built-in detector, and a
+//! plugin that refuses the format or crashes half-way through an answer hands over to the
+//! built-in detector without losing or repeating anything. The model is `ScriptedBackend` (a
+//! TEST DOUBLE replaying scripted answers in 3-character chunks); the server is our fixture.
+use std::sync::Arc;
+
+use rkmcp::chat::approval::Approver;
+use rkmcp::chat::engine::ChatEvent;
+use rkmcp::chat::settings::ChatSettings;
+use rkmcp::chat::start::load_plugins;
+use rkmcp::chat::{ChatEngine, TurnOutcome};
+use rkmcp::mcp::SessionManager;
+use rkmcp_llm::{Message, Role};
+use rkmcp_tests::scripted_backend::scripted;
+use rkmcp_tests::*;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+#[path = "plugin_support/mod.rs"]
+mod support;
+use support::Fixture;
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_rkmcp-fixture-server");
+
+fn call(name: &str, args: &str) -> String {
+    format!("[TOOL_CALL]{{\"name\": \"{name}\", \"arguments\": {args}}}[END_TOOL_CALL]")
+}
+
+/// The answers of every test: some words, a call, then an answer from its result.
+fn script() -> Vec<String> {
+    vec![
+        format!(
+            "Let me check. {} One moment.",
+            call("fx__echo", r#"{"message": "hello"}"#)
+        ),
+        "The server said hello.".to_string(),
+    ]
+}
+
+struct Run {
+    outcome: TurnOutcome,
+    events: Vec<ChatEvent>,
+    history: Vec<Message>,
+    detector: Option<String>,
+}
+
+/// One turn over the fixture server with `[chat]` settings `chat_toml` and a plugin folder
+/// holding `plugins` (built component, plugin name).
+async fn run(plugins: &[(&str, &str)], chat_toml: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Fixture::new(plugins);
+    let toml = format!(
+        "{}\n[plugins]\ndirs = [{}]\ndefault_dir = false\ncache_dir = {}\n[plugins.grants.hostile]\ncall_timeout_ms = 10000\n[plugins.grants.detector-tool-call]\ncall_timeout_ms = 10000\n\n[chat]\ntool_format = \"tool-call-json\"\n{chat_toml}\n",
+        stdio_entry("fx", FIXTURE, &[], "allow = [\"echo\"]"),
+        toml_str(&fixture.plugins.path().display().to_string()),
+        toml_str(&support::shared_cache().display().to_string()),
+    );
+    let config = load_config(dir.path(), &toml);
+    let settings: ChatSettings = config.section("chat").expect("[chat]");
+    let loaded = load_plugins(&config, &settings).expect("plugins load");
+    let sessions = SessionManager::start(&config, None).await;
+    assert!(sessions.failures().is_empty(), "{:?}", sessions.failures());
+    let approver = Approver::new(&settings.approval, loaded.guards, None, true).unwrap();
+    let script = script();
+    let steps: Vec<&str> = script.iter().map(String::as_str).collect();
+    let (backend, _seen) = scripted(&steps);
+    let mut engine = ChatEngine::new(backend, Arc::new(sessions), settings, approver);
+    if let Some(d) = loaded.detector {
+        engine = engine.with_detector_plugin(d);
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let outcome = engine
+        .turn("Echo hello", &tx, CancellationToken::new())
+        .await
+        .expect("turn");
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    let history = engine.history().to_vec();
+    let detector = engine.transcript().detector.clone();
+    engine.into_sessions_shutdown().await;
+    Run {
+        outcome,
+        events,
+        history,
+        detector,
+    }
+}
+
+fn visible_text(events: &[ChatEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn notices(events: &[ChatEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ChatEvent::Notice { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn roles_and_text(history: &[Message]) -> Vec<(Role, String)> {
+    history
+        .iter()
+        .map(|m| (m.role, m.content.clone()))
+        .collect()
+}
+
+/// What the built-in detector makes of the script: the reference for every plugin run.
+fn assert_same_conversation(run: &Run, builtin: &Run) {
+    assert_eq!(
+        (run.outcome.rounds, run.outcome.tool_calls),
+        (2, 1),
+        "{:?}",
+        run.events
+    );
+    assert_eq!(run.outcome.answer, "The server said hello.");
+    assert_eq!(visible_text(&run.events), visible_text(&builtin.events));
+    assert_eq!(
+        roles_and_text(&run.history),
+        roles_and_text(&builtin.history)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detector_plugin_reads_answers_exactly_like_the_builtin_detector() {
+    let builtin = run(&[], "").await;
+    assert_eq!(builtin.detector, None);
+    let shown = visible_text(&builtin.events);
+    assert!(
+        shown.starts_with("Let me check.")
+            && shown.contains("One moment.")
+            && shown.ends_with("The server said hello.")
+            && !shown.contains("TOOL_CALL"),
+        "{shown}"
+    );
+    assert!(notices(&builtin.events).is_empty());
+
+    let plugin = run(
+        &[("detector-tool-call", "detector-tool-call")],
+        "detector = \"detector-tool-call\"",
+    )
+    .await;
+    assert_eq!(plugin.detector.as_deref(), Some("detector-tool-call"));
+    assert!(
+        notices(&plugin.events).is_empty(),
+        "{:?}",
+        notices(&plugin.events)
+    );
+    assert_same_conversation(&plugin, &builtin);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detector_plugin_that_refuses_the_format_hands_over_to_the_builtin_detector() {
+    let builtin = run(&[], "").await;
+    // The hostile test plugin knows only its own modes, not "tool-call-json".
+    let refused = run(
+        &[("testplug-hostile", "hostile")],
+        "detector = \"hostile\"",
+    )
+    .await;
+    let notices = notices(&refused.events);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("`hostile`") && n.contains("unknown mode")),
+        "{notices:?}"
+    );
+    assert_same_conversation(&refused, &builtin);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detector_plugin_that_crashes_mid_answer_loses_and_repeats_nothing() {
+    let builtin = run(&[], "").await;
+    // Healthy (it shows the text) until the chunk that starts the call, where it panics.
+    let crashed = run(
+        &[("testplug-hostile", "hostile")],
+        "detector = \"hostile\"\ndetector_format = \"echo-until-bracket\"",
+    )
+    .await;
+    let notices = notices(&crashed.events);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("`hostile`") && n.contains("built-in tool-call-json detector")),
+        "{notices:?}"
+    );
+    // The text the plugin had shown is not shown again, and the call still ran.
+    assert_same_conversation(&crashed, &builtin);
+}
+
+#[test]
+fn a_missing_detector_plugin_is_a_config_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Fixture::new(&[]);
+    let toml = format!(
+        "[plugins]\ndirs = [{}]\ndefault_dir = false\n[chat]\ndetector = \"no-such-detector\"\n",
+        toml_str(&fixture.plugins.path().display().to_string()),
+    );
+    let config = load_config(dir.path(), &toml);
+    let settings: ChatSettings = config.section("chat").unwrap();
+    let err = match load_plugins(&config, &settings) {
+        Ok(_) => panic!("a missing detector plugin loaded"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        err.contains("[chat] detector") && err.contains("no-such-detector"),
+        "{err}"
+    );
+}
