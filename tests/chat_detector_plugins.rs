@@ -165,11 +165,7 @@ async fn a_detector_plugin_reads_answers_exactly_like_the_builtin_detector() {
 async fn a_detector_plugin_that_refuses_the_format_hands_over_to_the_builtin_detector() {
     let builtin = run(&[], "").await;
     // The hostile test plugin knows only its own modes, not "tool-call-json".
-    let refused = run(
-        &[("testplug-hostile", "hostile")],
-        "detector = \"hostile\"",
-    )
-    .await;
+    let refused = run(&[("testplug-hostile", "hostile")], "detector = \"hostile\"").await;
     let notices = notices(&refused.events);
     assert!(
         notices

@@ -275,7 +275,9 @@ async fn the_converter_component_equals_the_native_converter_on_the_whole_corpus
     for &format in ToolFormat::all() {
         let styles = std::iter::once(None).chain(PromptStyle::ALL.iter().copied().map(Some));
         for style in styles {
-            let style_cfg = style.map(|s| format!(", style = \"{s}\"")).unwrap_or_default();
+            let style_cfg = style
+                .map(|s| format!(", style = \"{s}\""))
+                .unwrap_or_default();
             let h = f.host(&format!(
                 "[grants.{CONVERTER}]\ncall_timeout_ms = 10000\nconfig = {{ format = \"{format}\"{style_cfg}, max_result_chars = 3000 }}\n"
             ));
@@ -286,9 +288,15 @@ async fn the_converter_component_equals_the_native_converter_on_the_whole_corpus
                     .await
                     .unwrap_or_else(|e| panic!("{format}/{style:?}/{name}: {e}"));
                 let want = convert_tools(format, style, &parse_tools_json(tools).expect("tools"));
-                assert_eq!(got.system_prompt, want.system_prompt, "{format}/{style:?}/{name}");
+                assert_eq!(
+                    got.system_prompt, want.system_prompt,
+                    "{format}/{style:?}/{name}"
+                );
                 assert_eq!(got.grammar, want.grammar, "{format}/{style:?}/{name}");
-                assert_eq!(got.json_schema, want.json_schema, "{format}/{style:?}/{name}");
+                assert_eq!(
+                    got.json_schema, want.json_schema,
+                    "{format}/{style:?}/{name}"
+                );
                 compared += 1;
             }
             if style.is_some() {

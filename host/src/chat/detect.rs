@@ -168,7 +168,10 @@ mod tests {
     async fn the_builtin_detector_is_used_without_a_plugin() {
         let (mut d, notice) = ResponseDetector::start(ToolFormat::Hermes, None, "hermes").await;
         assert!(notice.is_none() && d.plugin_name().is_none());
-        let mut events = d.feed("Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}").await.0;
+        let mut events = d
+            .feed("Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}")
+            .await
+            .0;
         events.extend(d.feed("</tool_call> bye").await.0);
         events.extend(d.finish().await.0);
         let events = normalize(events);

@@ -9,11 +9,11 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use rkmcp_llm::{FinishReason, GenerateRequest, Message, SharedBackend, Stats};
+use rkmcp_plugin_host::Detector;
 use rkmcp_tool_formats::convert::{
     CallToolResultLike, ContentItem, ResultOptions, ToolDef, example_call, format_tool_result_with,
     result_body,
 };
-use rkmcp_plugin_host::Detector;
 use rkmcp_tool_formats::{DetectorEvent, ToolCall};
 
 use super::approval::{ApprovalRequest, Approver, Verdict};

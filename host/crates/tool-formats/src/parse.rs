@@ -245,6 +245,12 @@ impl<'a> Py<'a> {
     }
 
     fn ident(&mut self) -> Option<&'a str> {
+        self.name_like(false)
+    }
+
+    /// A Python identifier, or with `hyphens` an MCP tool name written as one (`get-sum`: MCP
+    /// names may contain `-`, and models copy the name they were shown).
+    fn name_like(&mut self, hyphens: bool) -> Option<&'a str> {
         self.ws();
         let r = self.rest();
         let mut end = 0;
@@ -252,7 +258,7 @@ impl<'a> Py<'a> {
             let ok = if i == 0 {
                 c.is_alphabetic() || c == '_'
             } else {
-                c.is_alphanumeric() || c == '_'
+                c.is_alphanumeric() || c == '_' || (hyphens && c == '-')
             };
             if !ok {
                 break;
@@ -295,13 +301,13 @@ impl<'a> Py<'a> {
     /// `name(kw=value, …)` with a dotted name.
     pub(crate) fn call(&mut self) -> Result<(String, Value), String> {
         let mut name = self
-            .ident()
+            .name_like(true)
             .ok_or_else(|| self.err("expected a function name"))?
             .to_string();
         while self.rest().starts_with('.') {
             self.pos += 1;
             let part = self
-                .ident()
+                .name_like(true)
                 .ok_or_else(|| self.err("expected a name after `.`"))?;
             name.push('.');
             name.push_str(part);

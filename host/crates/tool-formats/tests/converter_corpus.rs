@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 
 use rkmcp_tool_formats::convert::{
-    CallToolResultLike, PromptStyle, ResultOptions, ToolDef, example_call,
-    format_tool_result_with, parse_tool_result_json, parse_tools_json, render_tool_section_for,
-    result_body, rkllm_function_tools_json,
+    CallToolResultLike, PromptStyle, ResultOptions, ToolDef, example_call, format_tool_result_with,
+    parse_tool_result_json, parse_tools_json, render_tool_section_for, result_body,
+    rkllm_function_tools_json,
 };
 use rkmcp_tool_formats::{DetectorEvent, ToolCall, ToolFormat, detect_all};
 use serde_json::{Value, json};
@@ -42,7 +42,10 @@ fn tool_sets() -> Vec<(String, Vec<ToolDef>)> {
             (name, tools)
         })
         .collect();
-    assert!(sets.len() >= 3, "the corpus has edge cases and real servers' tools");
+    assert!(
+        sets.len() >= 3,
+        "the corpus has edge cases and real servers' tools"
+    );
     sets
 }
 
@@ -64,7 +67,10 @@ fn json_inside(s: &str) -> String {
 
 /// Arguments a call of `tool` could carry: each required property with a value of its type.
 fn sample_arguments(tool: &ToolDef) -> Value {
-    let props = tool.input_schema.get("properties").and_then(Value::as_object);
+    let props = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object);
     let required = tool
         .input_schema
         .get("required")
@@ -195,7 +201,10 @@ fn every_result_is_given_back_in_every_format_described_and_bounded() {
                 assert!(body.contains("[audio: audio/wav, "), "{body}");
                 assert!(body.contains("north,17"), "{body}");
                 assert!(body.contains("application/zip"), "{body}");
-                assert!(body.contains("readme.md") && body.contains("2.0 KiB"), "{body}");
+                assert!(
+                    body.contains("readme.md") && body.contains("2.0 KiB"),
+                    "{body}"
+                );
             }
             "structured" => assert!(body.contains("42"), "{body}"),
             "text" => assert!(body.contains("2026-11-23T20:15:02+09:00"), "{body}"),

@@ -828,7 +828,7 @@ fn py_prefix_verdict(s: &str) -> Verdict {
         Some(_) => return Verdict::No,
     }
     for (i, c) in chars {
-        if c.is_alphanumeric() || c == '_' || c == '.' {
+        if c.is_alphanumeric() || matches!(c, '_' | '.' | '-') {
             continue;
         }
         let after = r[i..].trim_start();
