@@ -494,7 +494,7 @@ async fn a_repeated_call_is_not_run_again_and_the_model_may_only_answer() {
             rounds[1].grammar.as_str(),
             rounds[2].grammar.as_str()
         ],
-        ["call-or-answer", "call-or-answer", "answer-only"]
+        ["tool-or-answer_directly", "call-or-answer", "answer-only"]
     );
     let grammars: Vec<Option<String>> = chat
         .seen
@@ -513,6 +513,78 @@ async fn a_repeated_call_is_not_run_again_and_the_model_may_only_answer() {
         [Role::System, Role::User, Role::Assistant, Role::Tool],
         "{third:#?}"
     );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+/// A chat whose backend honours grammars, so `tool_decision = "explicit"` (the default) applies.
+async fn chat_with_grammar(steps: &[&str]) -> Chat {
+    let (backend, seen) = ScriptedBackend::new(
+        steps.iter().map(|s| Step::Say(s.to_string())).collect(),
+        3,
+    );
+    chat((backend.with_grammar().shared(), seen), false, true).await
+}
+
+fn grammars_seen(chat: &Chat) -> Vec<String> {
+    chat.seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.grammar.clone().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_explicit_decision_to_answer_directly_is_not_a_call_and_the_model_then_answers() {
+    let decision = call("answer_directly", "{}");
+    let mut chat = chat_with_grammar(&[&decision, "Paris."]).await;
+    let (outcome, events) = turn(&mut chat, "What is the capital of France?").await;
+    assert_eq!(
+        (outcome.rounds, outcome.tool_calls, outcome.answer.as_str()),
+        (1, 0, "Paris.")
+    );
+    assert_eq!(visible_text(&events), "Paris.");
+    let round = &chat.engine.transcript().turns[0].rounds[0];
+    assert_eq!(round.decision.as_deref(), Some(decision.as_str()));
+    assert_eq!(round.grammar, "tool-or-answer_directly, then answer-only");
+    assert!(round.calls.is_empty() && round.rejected.is_empty());
+    // The model was shown the pseudo-tool and held to naming a tool or it; then to an answer.
+    let seen = chat.seen.lock().unwrap().clone();
+    assert!(seen[0].messages[0].content.contains("answer_directly"));
+    let grammars = grammars_seen(&chat);
+    assert!(
+        grammars[0].contains("answer_directly") && grammars[0].contains("fx__echo"),
+        "{}",
+        grammars[0]
+    );
+    assert!(!grammars[1].contains("TOOL_CALL"), "{}", grammars[1]);
+    // The choice is not part of the conversation.
+    assert_eq!(
+        history(&chat),
+        vec![
+            (Role::User, "What is the capital of France?".to_string()),
+            (Role::Assistant, "Paris.".to_string()),
+        ]
+    );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_explicit_decision_for_a_tool_runs_it_and_the_next_round_may_answer() {
+    let c = call("fx__echo", r#"{"message": "hi"}"#);
+    let mut chat = chat_with_grammar(&[&c, "It said hi."]).await;
+    let (outcome, _) = turn(&mut chat, "Echo hi").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (2, 1));
+    assert_eq!(outcome.answer, "It said hi.");
+    let rounds = &chat.engine.transcript().turns[0].rounds;
+    assert_eq!(
+        [rounds[0].grammar.as_str(), rounds[1].grammar.as_str()],
+        ["tool-or-answer_directly", "call-or-answer"]
+    );
+    assert!(rounds[0].decision.is_none());
+    // After a result the model may answer, and the pseudo-tool is no longer a choice.
+    let grammars = grammars_seen(&chat);
+    assert!(!grammars[1].contains("answer_directly"), "{}", grammars[1]);
     chat.engine.into_sessions_shutdown().await;
 }
 

@@ -22,8 +22,9 @@
 //!       [--threads N] [--max-new-tokens N] [--context N]` (after scripts/setup).
 //! A configuration is `FORMAT[/STYLE][:MODE]`: FORMAT `auto` (the engine's guess from the chat
 //! template) or a tool-format name, STYLE a prompt style (default: the format's own), MODE
-//! `plain` (no grammar), `answer` (grammar: call or answer; the default) or `required` (grammar:
-//! call only). `--limit N` takes N questions spread evenly over the set. Greedy decoding.
+//! `plain` (no grammar), `answer` (grammar: call or answer, `tool_decision = "open"`; the
+//! default), `explicit` (grammar: name a tool or `answer_directly` first, `tool_decision =
+//! "explicit"`) or `required` (grammar: call only). `--limit N` takes N questions spread evenly over the set. Greedy decoding.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,7 @@ use std::time::Instant;
 
 use rkmcp::chat::ChatEngine;
 use rkmcp::chat::approval::{ApprovalConfig, Approver};
-use rkmcp::chat::settings::{Auto, ChatSettings, ToolChoice};
+use rkmcp::chat::settings::{Auto, ChatSettings, ToolChoice, ToolDecision};
 use rkmcp::mcp::SessionManager;
 use rkmcp_llm::{ModelConfig, SamplingConfig, SharedBackend};
 use rkmcp_tests::{
@@ -46,20 +47,20 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_CONFIGS: &[&str] = &[
+    // The embedded model's own format (Hermes for its ChatML template) in every mode.
     "auto:plain",
     "auto:answer",
+    "auto:explicit",
     "auto:required",
-    "tool-call-json",
-    "hermes",
-    "llama3",
-    "pythonic",
-    "tool-call-xml",
-    "hermes/compact",
-    // Call-only for the other formats that have a grammar (pythonic and tool-call-xml have none).
-    "tool-call-json:required",
-    "llama3:required",
-    "plain-json:required",
-    "hermes/compact:required",
+    // Other prompt styles and call formats, explicit decision.
+    "hermes/compact:explicit",
+    "hermes/markdown:explicit",
+    "tool-call-json:explicit",
+    "llama3:explicit",
+    "plain-json:explicit",
+    // Formats without a grammar: what the prompt alone achieves.
+    "pythonic:plain",
+    "tool-call-xml:plain",
 ];
 
 // ------------------------------------------------------------------------------------------------
@@ -140,6 +141,7 @@ fn spread(questions: &[Question], n: usize) -> Vec<(usize, Question)> {
 enum Mode {
     Plain,
     Answer,
+    Explicit,
     Required,
 }
 
@@ -159,8 +161,13 @@ fn parse_spec(s: &str) -> Result<Spec, String> {
     let mode = match mode {
         "plain" => Mode::Plain,
         "answer" => Mode::Answer,
+        "explicit" => Mode::Explicit,
         "required" => Mode::Required,
-        other => return Err(format!("unknown mode `{other}` (plain, answer, required)")),
+        other => {
+            return Err(format!(
+                "unknown mode `{other}` (plain, answer, explicit, required)"
+            ));
+        }
     };
     let (format, style) = match head.split_once('/') {
         Some((f, st)) => (f, Some(st)),
@@ -191,6 +198,11 @@ fn settings_for(spec: &Spec) -> ChatSettings {
             ToolChoice::Required
         } else {
             ToolChoice::Auto
+        },
+        tool_decision: if spec.mode == Mode::Explicit {
+            ToolDecision::Explicit
+        } else {
+            ToolDecision::Open
         },
         constrained_decoding: spec.mode != Mode::Plain,
         // Detect and validate the first round's calls, run none of them.

@@ -204,11 +204,25 @@ impl ChatEngine {
 
     /// The system prompt for the current tools.
     pub fn system_prompt(&self) -> String {
+        let info = self.backend.info();
         prompt::system_prompt(
             &self.settings,
             &self.plan,
-            self.backend.info().capabilities.native_tools,
+            info.capabilities.native_tools,
+            self.plan
+                .explicit_decision(&self.settings, info.capabilities.grammar),
         )
+    }
+
+    /// A request for the conversation so far with `grammar`.
+    fn request(&self, grammar: Option<String>) -> GenerateRequest {
+        let mut request = GenerateRequest::new(self.messages());
+        request.grammar = grammar;
+        request.stop = self.settings.stop.clone();
+        if self.backend.info().capabilities.native_tools {
+            request.tools_json = prompt::native_tools_json(&self.settings, &self.plan);
+        }
+        request
     }
 
     fn messages(&self) -> Vec<Message> {
@@ -267,21 +281,44 @@ impl ChatEngine {
                 round,
                 answer_only,
             );
-            let mut request = GenerateRequest::new(self.messages());
-            request.grammar = grammar;
-            request.stop = self.settings.stop.clone();
-            if info.capabilities.native_tools {
-                request.tools_json = prompt::native_tools_json(&self.settings, &self.plan);
-            }
-            let (raw, generation, detected) =
+            let request = self.request(grammar);
+            let (mut raw, mut generation, mut detected) =
                 self.generate(request, offers_tools, events, cancel).await?;
+            // `answer_directly` is the model's choice to answer without a tool: it is not a call.
+            // If it is all the model asked for, it now answers (the choice stays in the record).
+            let chose_answer = detected
+                .calls
+                .iter()
+                .any(|c| c.name == prompt::ANSWER_DIRECTLY);
+            detected.calls.retain(|c| c.name != prompt::ANSWER_DIRECTLY);
+            let mut decision = None;
+            let mut grammar_name = grammar_name.to_string();
+            if chose_answer
+                && detected.calls.is_empty()
+                && detected.malformed.is_empty()
+                && !cancel.is_cancelled()
+            {
+                decision = Some(std::mem::take(&mut raw));
+                let (grammar, name) = prompt::grammar_for_round(
+                    &self.settings,
+                    &self.plan,
+                    info.capabilities.grammar,
+                    round,
+                    true,
+                );
+                grammar_name = format!("{grammar_name}, then {name}");
+                (raw, generation, detected) = self
+                    .generate(self.request(grammar), offers_tools, events, cancel)
+                    .await?;
+            }
             let mut round_record = RoundRecord {
                 round,
+                decision,
                 raw: raw.clone(),
                 text: detected.text.clone(),
                 finish: generation.as_ref().map(|g| g.0),
                 stats: generation.as_ref().map(|g| g.1.clone()),
-                grammar: grammar_name.to_string(),
+                grammar: grammar_name,
                 calls: Vec::new(),
                 rejected: Vec::new(),
             };

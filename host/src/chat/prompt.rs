@@ -7,7 +7,25 @@ use rkmcp_tool_formats::convert::{
     rkllm_function_tools_json,
 };
 
-use super::settings::{Auto, ChatSettings, ToolChoice};
+use super::settings::{Auto, ChatSettings, ToolChoice, ToolDecision};
+
+/// The pseudo-tool a model names to answer without a tool (`tool_decision = "explicit"`). It is
+/// never run: the engine has the model answer instead.
+pub const ANSWER_DIRECTLY: &str = "answer_directly";
+
+/// The definition the model is shown for [`ANSWER_DIRECTLY`].
+pub fn answer_directly_tool() -> ToolDef {
+    ToolDef {
+        name: ANSWER_DIRECTLY.to_string(),
+        description: Some(
+            "Answer the user yourself, without a tool: greetings, general knowledge, opinions, \
+             or when no other tool fits the request."
+                .to_string(),
+        ),
+        input_schema: serde_json::json!({"type": "object", "properties": {}}),
+        annotations: None,
+    }
+}
 
 /// Said before the tool section when the config has no `system_prompt`. Short on purpose: the
 /// embedded model has a 2k-token window and the tool section comes after it.
@@ -45,6 +63,29 @@ impl ToolPlan {
     pub fn offers_tools(&self, settings: &ChatSettings) -> bool {
         !self.tools.is_empty() && settings.tool_choice != ToolChoice::None
     }
+
+    /// Whether the model must name a tool or [`ANSWER_DIRECTLY`] first: `tool_decision =
+    /// "explicit"` with `tool_choice = "auto"`, and a grammar to hold it to that (constrained
+    /// decoding on a backend with grammars, a format that has one, no user grammar).
+    pub fn explicit_decision(&self, settings: &ChatSettings, backend_has_grammar: bool) -> bool {
+        settings.tool_decision == ToolDecision::Explicit
+            && settings.tool_choice == ToolChoice::Auto
+            && settings.constrained_decoding
+            && settings.grammar.is_none()
+            && backend_has_grammar
+            && self.offers_tools(settings)
+            && gbnf_grammar_with(self.format, &self.tools, GrammarMode::CallOnly).is_some()
+    }
+
+    /// The tools as the prompt lists them: with [`ANSWER_DIRECTLY`] last when the decision is
+    /// explicit.
+    pub fn listed_tools(&self, explicit: bool) -> Vec<ToolDef> {
+        let mut tools = self.tools.clone();
+        if explicit {
+            tools.push(answer_directly_tool());
+        }
+        tools
+    }
 }
 
 /// The format for a model nobody configured: from template markers, then the model's file name.
@@ -76,7 +117,12 @@ fn template_markers(template: &str) -> &str {
 }
 
 /// The whole system prompt: the configured (or default) prompt, then the tool section.
-pub fn system_prompt(settings: &ChatSettings, plan: &ToolPlan, native_tools: bool) -> String {
+pub fn system_prompt(
+    settings: &ChatSettings,
+    plan: &ToolPlan,
+    native_tools: bool,
+    explicit: bool,
+) -> String {
     let base = settings
         .system_prompt
         .as_deref()
@@ -86,7 +132,7 @@ pub fn system_prompt(settings: &ChatSettings, plan: &ToolPlan, native_tools: boo
     if !plan.offers_tools(settings) || native_tools {
         return base.to_string();
     }
-    let section = render_tool_section_for(plan.style, plan.format, &plan.tools);
+    let section = render_tool_section_for(plan.style, plan.format, &plan.listed_tools(explicit));
     format!("{base}\n\n{section}")
 }
 
@@ -107,14 +153,18 @@ pub fn grammar_for_round(
     if !settings.constrained_decoding || !backend_has_grammar || !plan.offers_tools(settings) {
         return (None, "none");
     }
+    let explicit = plan.explicit_decision(settings, backend_has_grammar);
     let (mode, name) = if answer_only {
         (GrammarMode::AnswerOnly, "answer-only")
     } else if settings.tool_choice == ToolChoice::Required && round == 1 {
         (GrammarMode::CallOnly, "call-only")
+    } else if explicit && round == 1 {
+        (GrammarMode::CallOnly, "tool-or-answer_directly")
     } else {
         (GrammarMode::CallOrAnswer, "call-or-answer")
     };
-    match gbnf_grammar_with(plan.format, &plan.tools, mode) {
+    let tools = plan.listed_tools(explicit && name == "tool-or-answer_directly");
+    match gbnf_grammar_with(plan.format, &tools, mode) {
         Some(g) => (Some(g), name),
         None => (None, "none"),
     }

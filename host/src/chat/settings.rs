@@ -73,6 +73,42 @@ impl std::str::FromStr for ToolChoice {
     }
 }
 
+/// How the model decides between a tool and a plain answer when `tool_choice = "auto"` and a
+/// grammar can constrain it (the CPU backend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolDecision {
+    /// The model starts writing and may begin either an answer or a call.
+    Open,
+    /// The first round must name a tool or the pseudo-tool `answer_directly` (then it answers
+    /// in a second, answer-only generation). Tiny models, free to choose, answer in prose almost
+    /// always; made to name their choice first, they pick tools (see tests/benches/tool_eval.rs).
+    #[default]
+    Explicit,
+}
+
+impl std::fmt::Display for ToolDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ToolDecision::Open => "open",
+            ToolDecision::Explicit => "explicit",
+        })
+    }
+}
+
+impl std::str::FromStr for ToolDecision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "open" => Ok(ToolDecision::Open),
+            "explicit" => Ok(ToolDecision::Explicit),
+            other => Err(format!(
+                "unknown tool decision `{other}` (expected open or explicit)"
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ChatSettings {
@@ -83,6 +119,9 @@ pub struct ChatSettings {
     /// How tools are listed in the system prompt (`auto`: the format's own style).
     pub prompt_style: Auto<PromptStyle>,
     pub tool_choice: ToolChoice,
+    /// With `tool_choice = "auto"` and a grammar: may the model start answering right away
+    /// (`open`), or must it first name a tool or `answer_directly` (`explicit`)?
+    pub tool_decision: ToolDecision,
     /// Constrain the CPU backend with a grammar so a call, once started, is a valid call of a
     /// listed tool with schema-valid arguments.
     pub constrained_decoding: bool,
@@ -114,6 +153,7 @@ impl Default for ChatSettings {
             tool_format: Auto::Auto,
             prompt_style: Auto::Auto,
             tool_choice: ToolChoice::Auto,
+            tool_decision: ToolDecision::default(),
             constrained_decoding: true,
             max_rounds: 5,
             max_fix_attempts: 2,

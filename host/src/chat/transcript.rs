@@ -42,13 +42,18 @@ pub struct TurnRecord {
 #[derive(Debug, Clone, Serialize)]
 pub struct RoundRecord {
     pub round: u32,
+    /// The model's `answer_directly` choice (`tool_decision = "explicit"`), when it answered
+    /// without a tool; `raw` is then the answer it wrote next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
     /// The model's output as generated, call markers included.
     pub raw: String,
     /// What the user was shown.
     pub text: String,
     pub finish: Option<FinishReason>,
     pub stats: Option<Stats>,
-    /// `none`, `call-or-answer`, `call-only`, `answer-only` (after a repeated call) or `user` (--grammar).
+    /// `none`, `call-or-answer`, `call-only`, `tool-or-answer_directly` (then `answer-only` if it
+    /// chose to answer), `answer-only` (after a repeated call) or `user` (--grammar).
     pub grammar: String,
     pub calls: Vec<CallRecord>,
     /// Attempts that were not executed and were handed back to the model.

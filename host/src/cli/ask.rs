@@ -132,6 +132,10 @@ pub struct ChatArgs {
     /// auto: the model decides; required: the first round must call a tool; none: no tools.
     #[arg(long, value_name = "auto|required|none")]
     pub tool_choice: Option<crate::chat::settings::ToolChoice>,
+    /// With --tool-choice auto and a grammar: `explicit` makes the model first name a tool or
+    /// `answer_directly` (tiny models otherwise answer in prose); `open` lets it start either way.
+    #[arg(long, value_name = "explicit|open")]
+    pub tool_decision: Option<crate::chat::settings::ToolDecision>,
     /// Let the model write freely instead of constraining calls with a grammar.
     #[arg(long)]
     pub no_constrain: bool,
@@ -157,6 +161,9 @@ impl ChatArgs {
         }
         if let Some(v) = self.tool_choice {
             settings.tool_choice = v;
+        }
+        if let Some(v) = self.tool_decision {
+            settings.tool_decision = v;
         }
         if self.no_constrain {
             settings.constrained_decoding = false;
