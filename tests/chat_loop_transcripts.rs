@@ -518,10 +518,8 @@ async fn a_repeated_call_is_not_run_again_and_the_model_may_only_answer() {
 
 /// A chat whose backend honours grammars, so `tool_decision = "explicit"` (the default) applies.
 async fn chat_with_grammar(steps: &[&str]) -> Chat {
-    let (backend, seen) = ScriptedBackend::new(
-        steps.iter().map(|s| Step::Say(s.to_string())).collect(),
-        3,
-    );
+    let (backend, seen) =
+        ScriptedBackend::new(steps.iter().map(|s| Step::Say(s.to_string())).collect(), 3);
     chat((backend.with_grammar().shared(), seen), false, true).await
 }
 

@@ -24,7 +24,9 @@
 //! template) or a tool-format name, STYLE a prompt style (default: the format's own), MODE
 //! `plain` (no grammar), `answer` (grammar: call or answer, `tool_decision = "open"`; the
 //! default), `explicit` (grammar: name a tool or `answer_directly` first, `tool_decision =
-//! "explicit"`) or `required` (grammar: call only). `--limit N` takes N questions spread evenly over the set. Greedy decoding.
+//! "explicit"`) or `required` (grammar: call only); a suffix `@N` shows only the N tools that best
+//! match the question (`tool_shortlist = N`). `--limit N` takes N questions spread evenly over
+//! the set. Greedy decoding.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -151,10 +153,20 @@ struct Spec {
     format: Auto<ToolFormat>,
     style: Auto<PromptStyle>,
     mode: Mode,
+    /// `@N`: `tool_shortlist = N`.
+    shortlist: usize,
 }
 
 fn parse_spec(s: &str) -> Result<Spec, String> {
-    let (head, mode) = match s.split_once(':') {
+    let (spec, shortlist) = match s.split_once('@') {
+        Some((spec, n)) => (
+            spec,
+            n.parse::<usize>()
+                .map_err(|e| format!("`@{n}`: a number of tools ({e})"))?,
+        ),
+        None => (s, 0),
+    };
+    let (head, mode) = match spec.split_once(':') {
         Some((h, m)) => (h, m),
         None => (s, "answer"),
     };
@@ -187,6 +199,7 @@ fn parse_spec(s: &str) -> Result<Spec, String> {
         format,
         style,
         mode,
+        shortlist,
     })
 }
 
@@ -205,6 +218,7 @@ fn settings_for(spec: &Spec) -> ChatSettings {
             ToolDecision::Open
         },
         constrained_decoding: spec.mode != Mode::Plain,
+        tool_shortlist: spec.shortlist,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()
@@ -900,7 +914,7 @@ async fn main() {
     let results_path = out_dir.join("results.json");
 
     let mut reports: Vec<ConfigReport> = Vec::new();
-    let mut seen: Vec<((String, String, Mode), String)> = Vec::new();
+    let mut seen: Vec<((String, String, Mode, usize), String)> = Vec::new();
     for spec in &specs {
         let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, true)
             .expect("the default approval config is valid");
@@ -916,7 +930,12 @@ async fn main() {
             .iter()
             .map(|t: &ToolDef| (t.name.clone(), t.input_schema.clone()))
             .collect();
-        let key = (plan.format.to_string(), plan.style.to_string(), spec.mode);
+        let key = (
+            plan.format.to_string(),
+            plan.style.to_string(),
+            spec.mode,
+            spec.shortlist,
+        );
         if let Some((_, earlier)) = seen.iter().find(|(k, _)| *k == key) {
             eprintln!("[{}] same settings as {earlier}: not run again", spec.name);
             if let Some(prev) = reports.iter().find(|r| &r.name == earlier).cloned() {

@@ -249,6 +249,18 @@ impl ChatEngine {
             user: input.to_string(),
             ..TurnRecord::default()
         };
+        let max = self.settings.tool_shortlist;
+        if max > 0 && self.plan.tools.len() > max {
+            let query = self
+                .history
+                .iter()
+                .rev()
+                .find(|m| m.role == rkmcp_llm::Role::User)
+                .map(|m| m.content.clone())
+                .unwrap_or_default();
+            self.plan.tools = super::shortlist::shortlist(&query, &self.plan.tools, max);
+            record.tools_listed = Some(self.plan.tools.iter().map(|t| t.name.clone()).collect());
+        }
         let result = self.run_rounds(events, &cancel, &mut record).await;
         record.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.transcript.messages = self.messages();

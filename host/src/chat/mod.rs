@@ -1,6 +1,7 @@
 //! The chat loop: from a user's message to the model's answer, with MCP tool calls in between.
 //!
-//! Data flows in module order: [`settings`] (the `[chat]` table) → [`prompt`] (system prompt, tool
+//! Data flows in module order: [`settings`] (the `[chat]` table) → [`shortlist`] (the tools that
+//! fit the message, for small models) → [`prompt`] (system prompt, tool
 //! section, grammar per round) → the model (rkmcp-llm) → [`detect`] (the built-in detector of
 //! rkmcp-tool-formats or a detector plugin) →
 //! [`validate`] (arguments against the tool's schema) → [`approval`] (policy, guard plugins, the
@@ -10,6 +11,7 @@ pub mod detect;
 pub mod engine;
 pub mod prompt;
 pub mod settings;
+pub mod shortlist;
 pub mod start;
 pub mod transcript;
 pub mod validate;

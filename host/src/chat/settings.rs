@@ -122,6 +122,9 @@ pub struct ChatSettings {
     /// With `tool_choice = "auto"` and a grammar: may the model start answering right away
     /// (`open`), or must it first name a tool or `answer_directly` (`explicit`)?
     pub tool_decision: ToolDecision,
+    /// List only the N tools that best match the user's message (0: all). Small models choose
+    /// far better among a few.
+    pub tool_shortlist: usize,
     /// Constrain the CPU backend with a grammar so a call, once started, is a valid call of a
     /// listed tool with schema-valid arguments.
     pub constrained_decoding: bool,
@@ -154,6 +157,7 @@ impl Default for ChatSettings {
             prompt_style: Auto::Auto,
             tool_choice: ToolChoice::Auto,
             tool_decision: ToolDecision::default(),
+            tool_shortlist: 0,
             constrained_decoding: true,
             max_rounds: 5,
             max_fix_attempts: 2,

@@ -28,6 +28,9 @@ pub struct Transcript {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TurnRecord {
     pub user: String,
+    /// The tools the model was shown this turn, when `tool_shortlist` chose some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools_listed: Option<Vec<String>>,
     pub rounds: Vec<RoundRecord>,
     /// The visible text of the last round.
     pub answer: String,

@@ -136,6 +136,9 @@ pub struct ChatArgs {
     /// `answer_directly` (tiny models otherwise answer in prose); `open` lets it start either way.
     #[arg(long, value_name = "explicit|open")]
     pub tool_decision: Option<crate::chat::settings::ToolDecision>,
+    /// Show the model only the N tools that best match the message (0: all).
+    #[arg(long, value_name = "N")]
+    pub tool_shortlist: Option<usize>,
     /// Let the model write freely instead of constraining calls with a grammar.
     #[arg(long)]
     pub no_constrain: bool,
@@ -161,6 +164,9 @@ impl ChatArgs {
         }
         if let Some(v) = self.tool_choice {
             settings.tool_choice = v;
+        }
+        if let Some(v) = self.tool_shortlist {
+            settings.tool_shortlist = v;
         }
         if let Some(v) = self.tool_decision {
             settings.tool_decision = v;
