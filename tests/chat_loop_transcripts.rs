@@ -536,7 +536,8 @@ fn grammars_seen(chat: &Chat) -> Vec<String> {
 async fn an_explicit_decision_to_answer_directly_is_not_a_call_and_the_model_then_answers() {
     let decision = call("answer_directly", "{}");
     let mut chat = chat_with_grammar(&[&decision, "Paris."]).await;
-    let (outcome, events) = turn(&mut chat, "What is the capital of France?").await;
+    // "echo" is a word of the fixture's echo tool: the model must decide.
+    let (outcome, events) = turn(&mut chat, "Is Paris an echo of Rome?").await;
     assert_eq!(
         (outcome.rounds, outcome.tool_calls, outcome.answer.as_str()),
         (1, 0, "Paris.")
@@ -560,10 +561,23 @@ async fn an_explicit_decision_to_answer_directly_is_not_a_call_and_the_model_the
     assert_eq!(
         history(&chat),
         vec![
-            (Role::User, "What is the capital of France?".to_string()),
+            (Role::User, "Is Paris an echo of Rome?".to_string()),
             (Role::Assistant, "Paris.".to_string()),
         ]
     );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_that_matches_no_tool_is_answered_without_a_decision() {
+    let mut chat = chat_with_grammar(&["Hello to you too!"]).await;
+    let (outcome, _) = turn(&mut chat, "Hello there!").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (1, 0));
+    let turn = &chat.engine.transcript().turns[0];
+    assert!(!turn.tools_match);
+    assert_eq!(turn.rounds[0].grammar, "call-or-answer");
+    let seen = chat.seen.lock().unwrap().clone();
+    assert!(!seen[0].messages[0].content.contains("answer_directly"));
     chat.engine.into_sessions_shutdown().await;
 }
 

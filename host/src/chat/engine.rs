@@ -249,15 +249,19 @@ impl ChatEngine {
             user: input.to_string(),
             ..TurnRecord::default()
         };
+        let query = self
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == rkmcp_llm::Role::User)
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        self.plan.tools_match = super::shortlist::scores(&query, &self.plan.tools)
+            .iter()
+            .any(|s| *s > 0.0);
+        record.tools_match = self.plan.tools_match;
         let max = self.settings.tool_shortlist;
         if max > 0 && self.plan.tools.len() > max {
-            let query = self
-                .history
-                .iter()
-                .rev()
-                .find(|m| m.role == rkmcp_llm::Role::User)
-                .map(|m| m.content.clone())
-                .unwrap_or_default();
             self.plan.tools = super::shortlist::shortlist(&query, &self.plan.tools, max);
             record.tools_listed = Some(self.plan.tools.iter().map(|t| t.name.clone()).collect());
         }

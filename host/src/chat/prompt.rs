@@ -38,6 +38,9 @@ pub struct ToolPlan {
     pub style: PromptStyle,
     /// Tool definitions under their exposed (namespaced) names.
     pub tools: Vec<ToolDef>,
+    /// Whether some tool shares words with the user's message (set each turn). An explicit
+    /// decision is asked for only then: a greeting should not have to name a tool.
+    pub tools_match: bool,
 }
 
 impl ToolPlan {
@@ -56,6 +59,7 @@ impl ToolPlan {
             format,
             style,
             tools,
+            tools_match: true,
         }
     }
 
@@ -65,10 +69,12 @@ impl ToolPlan {
     }
 
     /// Whether the model must name a tool or [`ANSWER_DIRECTLY`] first: `tool_decision =
-    /// "explicit"` with `tool_choice = "auto"`, and a grammar to hold it to that (constrained
+    /// "explicit"` with `tool_choice = "auto"`, a message that shares words with some tool, and a
+    /// grammar to hold it to that (constrained
     /// decoding on a backend with grammars, a format that has one, no user grammar).
     pub fn explicit_decision(&self, settings: &ChatSettings, backend_has_grammar: bool) -> bool {
         settings.tool_decision == ToolDecision::Explicit
+            && self.tools_match
             && settings.tool_choice == ToolChoice::Auto
             && settings.constrained_decoding
             && settings.grammar.is_none()
@@ -133,7 +139,11 @@ pub fn system_prompt(
         return base.to_string();
     }
     let section = render_tool_section_for(plan.style, plan.format, &plan.listed_tools(explicit));
-    format!("{base}\n\n{section}")
+    if explicit {
+        format!("{base}\n\n{section}\nIf none of the tools fits, call {ANSWER_DIRECTLY}.")
+    } else {
+        format!("{base}\n\n{section}")
+    }
 }
 
 /// The grammar for `round` (1-based) of a turn, or `None` to let the model write freely.

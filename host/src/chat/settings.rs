@@ -80,9 +80,10 @@ impl std::str::FromStr for ToolChoice {
 pub enum ToolDecision {
     /// The model starts writing and may begin either an answer or a call.
     Open,
-    /// The first round must name a tool or the pseudo-tool `answer_directly` (then it answers
-    /// in a second, answer-only generation). Tiny models, free to choose, answer in prose almost
-    /// always; made to name their choice first, they pick tools (see tests/benches/tool_eval.rs).
+    /// When the message shares words with some tool, the first round must name a tool or the
+    /// pseudo-tool `answer_directly` (then it answers in a second, answer-only generation);
+    /// otherwise as `open`. Tiny models, free to choose, answer in prose almost always; made to
+    /// name their choice first, they pick tools (see tests/benches/tool_eval.rs).
     #[default]
     Explicit,
 }

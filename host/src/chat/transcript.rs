@@ -28,6 +28,8 @@ pub struct Transcript {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TurnRecord {
     pub user: String,
+    /// Whether some tool shared words with the message (an explicit decision is asked only then).
+    pub tools_match: bool,
     /// The tools the model was shown this turn, when `tool_shortlist` chose some.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools_listed: Option<Vec<String>>,
