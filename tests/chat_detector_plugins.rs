@@ -90,16 +90,6 @@ async fn run(plugins: &[(&str, &str)], chat_toml: &str) -> Run {
     }
 }
 
-fn visible_text(events: &[ChatEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ChatEvent::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn notices(events: &[ChatEvent]) -> Vec<String> {
     events
         .iter()

@@ -81,16 +81,6 @@ async fn turn(chat: &mut Chat, input: &str) -> (TurnOutcome, Vec<ChatEvent>) {
     (outcome, events)
 }
 
-fn visible_text(events: &[ChatEvent]) -> String {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ChatEvent::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn history(chat: &Chat) -> Vec<(Role, String)> {
     chat.engine
         .history()

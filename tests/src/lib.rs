@@ -5,6 +5,17 @@ use std::process::{Command, Output};
 
 pub mod scripted_backend;
 
+/// The answer text a chat turn showed the user (its `Text` events, joined).
+pub fn visible_text(events: &[rkmcp::chat::ChatEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            rkmcp::chat::ChatEvent::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
