@@ -35,7 +35,7 @@ use std::time::Instant;
 
 use rkmcp::chat::ChatEngine;
 use rkmcp::chat::approval::{ApprovalConfig, Approver};
-use rkmcp::chat::settings::{Auto, ChatSettings, ToolChoice, ToolDecision};
+use rkmcp::chat::settings::{Auto, ChatSettings, Shortlist, ToolChoice, ToolDecision};
 use rkmcp::mcp::SessionManager;
 use rkmcp_llm::{ModelConfig, SamplingConfig, SharedBackend};
 use rkmcp_tests::{
@@ -218,7 +218,7 @@ fn settings_for(spec: &Spec) -> ChatSettings {
             ToolDecision::Open
         },
         constrained_decoding: spec.mode != Mode::Plain,
-        tool_shortlist: spec.shortlist,
+        tool_shortlist: Shortlist::Max(spec.shortlist),
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()

@@ -260,7 +260,10 @@ impl ChatEngine {
             .iter()
             .any(|s| *s > 0.0);
         record.tools_match = self.plan.tools_match;
-        let max = self.settings.tool_shortlist;
+        let model_bytes = std::fs::metadata(&self.backend.info().model)
+            .ok()
+            .map(|m| m.len());
+        let max = self.settings.tool_shortlist.resolve(model_bytes);
         if max > 0 && self.plan.tools.len() > max {
             self.plan.tools = super::shortlist::shortlist(&query, &self.plan.tools, max);
             record.tools_listed = Some(self.plan.tools.iter().map(|t| t.name.clone()).collect());

@@ -110,6 +110,72 @@ impl std::str::FromStr for ToolDecision {
     }
 }
 
+/// `tool_shortlist`: how many tools the model is shown per message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shortlist {
+    /// [`Shortlist::TINY`] tools for a tiny model (a model file under
+    /// [`Shortlist::TINY_MODEL_BYTES`]), all tools for any other.
+    #[default]
+    Auto,
+    /// At most this many (0: all).
+    Max(usize),
+}
+
+impl Shortlist {
+    /// What the tool evaluation found best for the embedded 135M model.
+    pub const TINY: usize = 1;
+    /// Model files smaller than this are tiny (SmolLM2-135M Q4_1: 98 MB; Qwen2.5-0.5B Q4: ~400 MB).
+    pub const TINY_MODEL_BYTES: u64 = 300 * 1024 * 1024;
+
+    /// The number of tools to show (0: all) for a model file of `model_bytes`.
+    pub fn resolve(self, model_bytes: Option<u64>) -> usize {
+        match self {
+            Shortlist::Max(n) => n,
+            Shortlist::Auto => match model_bytes {
+                Some(b) if b < Self::TINY_MODEL_BYTES => Self::TINY,
+                _ => 0,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for Shortlist {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(Shortlist::Auto);
+        }
+        s.parse()
+            .map(Shortlist::Max)
+            .map_err(|_| format!("expected \"auto\" or a number of tools, got `{s}`"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Shortlist {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(usize),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(n) => Ok(Shortlist::Max(n)),
+            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl Serialize for Shortlist {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Shortlist::Auto => s.serialize_str("auto"),
+            Shortlist::Max(n) => s.serialize_u64(*n as u64),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ChatSettings {
@@ -123,9 +189,9 @@ pub struct ChatSettings {
     /// With `tool_choice = "auto"` and a grammar: may the model start answering right away
     /// (`open`), or must it first name a tool or `answer_directly` (`explicit`)?
     pub tool_decision: ToolDecision,
-    /// List only the N tools that best match the user's message (0: all). Small models choose
-    /// far better among a few.
-    pub tool_shortlist: usize,
+    /// List only the N tools that best match the user's message (0: all; `auto`: a few for a
+    /// tiny model, all for others). Small models choose far better among a few.
+    pub tool_shortlist: Shortlist,
     /// Constrain the CPU backend with a grammar so a call, once started, is a valid call of a
     /// listed tool with schema-valid arguments.
     pub constrained_decoding: bool,
@@ -158,7 +224,7 @@ impl Default for ChatSettings {
             prompt_style: Auto::Auto,
             tool_choice: ToolChoice::Auto,
             tool_decision: ToolDecision::default(),
-            tool_shortlist: 0,
+            tool_shortlist: Shortlist::Auto,
             constrained_decoding: true,
             max_rounds: 5,
             max_fix_attempts: 2,
@@ -170,5 +236,24 @@ impl Default for ChatSettings {
             detector_format: None,
             grammar: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_shortlist_takes_auto_or_a_number_and_auto_depends_on_the_model_size() {
+        let parse = |t: &str| toml::from_str::<ChatSettings>(t).map(|s| s.tool_shortlist);
+        assert_eq!(parse("tool_shortlist = 4").unwrap(), Shortlist::Max(4));
+        assert_eq!(parse("tool_shortlist = \"auto\"").unwrap(), Shortlist::Auto);
+        assert_eq!(parse("").unwrap(), Shortlist::Auto);
+        let err = parse("tool_shortlist = \"some\"").unwrap_err().to_string();
+        assert!(err.contains("auto") && err.contains("some"), "{err}");
+        assert_eq!(Shortlist::Auto.resolve(Some(98 << 20)), Shortlist::TINY);
+        assert_eq!(Shortlist::Auto.resolve(Some(2 << 30)), 0);
+        assert_eq!(Shortlist::Auto.resolve(None), 0);
+        assert_eq!(Shortlist::Max(0).resolve(Some(1)), 0);
     }
 }

@@ -136,9 +136,10 @@ pub struct ChatArgs {
     /// `answer_directly` (tiny models otherwise answer in prose); `open` lets it start either way.
     #[arg(long, value_name = "explicit|open")]
     pub tool_decision: Option<crate::chat::settings::ToolDecision>,
-    /// Show the model only the N tools that best match the message (0: all).
-    #[arg(long, value_name = "N")]
-    pub tool_shortlist: Option<usize>,
+    /// Show the model only the N tools that best match the message (0: all; auto: a few for a
+    /// tiny model, all for others).
+    #[arg(long, value_name = "N|auto")]
+    pub tool_shortlist: Option<crate::chat::settings::Shortlist>,
     /// Let the model write freely instead of constraining calls with a grammar.
     #[arg(long)]
     pub no_constrain: bool,
