@@ -9,7 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use rkmcp_llm::{FinishReason, GenerateRequest, Message, SharedBackend, Stats};
-use rkmcp_plugin_host::Detector;
+use rkmcp_plugin_host::{Detector, SchemaConverter};
 use rkmcp_tool_formats::convert::{
     CallToolResultLike, ContentItem, ResultOptions, ToolDef, example_call, format_tool_result_with,
     result_body,
@@ -17,6 +17,7 @@ use rkmcp_tool_formats::convert::{
 use rkmcp_tool_formats::{DetectorEvent, ToolCall};
 
 use super::approval::{ApprovalRequest, Approver, Verdict};
+use super::convert::ConverterPlugin;
 use super::detect::ResponseDetector;
 use super::prompt::{self, ToolPlan};
 use super::settings::ChatSettings;
@@ -108,6 +109,8 @@ pub struct ChatEngine {
     calls_made: u64,
     /// `[chat] detector`: a detector plugin used instead of the built-in detector.
     detector_plugin: Option<Detector>,
+    /// `[chat] converter`: a schema-converter plugin used instead of the built-in converter.
+    converter: Option<ConverterPlugin>,
 }
 
 impl ChatEngine {
@@ -139,6 +142,7 @@ impl ChatEngine {
             transcript,
             calls_made: 0,
             detector_plugin: None,
+            converter: None,
         };
         engine.refresh_tools();
         engine
@@ -149,6 +153,14 @@ impl ChatEngine {
     pub fn with_detector_plugin(mut self, detector: Detector) -> ChatEngine {
         self.transcript.detector = Some(detector.name().to_string());
         self.detector_plugin = Some(detector);
+        self
+    }
+
+    /// Describes the tools to the model and formats their results with a schema-converter
+    /// plugin (the built-in converter takes over for whatever the plugin fails on).
+    pub fn with_converter_plugin(mut self, converter: SchemaConverter) -> ChatEngine {
+        self.transcript.converter = Some(converter.name().to_string());
+        self.converter = Some(ConverterPlugin::new(converter));
         self
     }
 
@@ -268,6 +280,19 @@ impl ChatEngine {
             self.plan.tools = super::shortlist::shortlist(&query, &self.plan.tools, max);
             record.tools_listed = Some(self.plan.tools.iter().map(|t| t.name.clone()).collect());
         }
+        self.plan.converted = None;
+        if let Some(converter) = &mut self.converter
+            && self.plan.offers_tools(&self.settings)
+        {
+            // The tools as the section lists them: `answer_directly` included when the decision
+            // is explicit.
+            let explicit = self
+                .plan
+                .explicit_decision(&self.settings, self.backend.info().capabilities.grammar);
+            let (converted, notice) = converter.convert(&self.plan.listed_tools(explicit)).await;
+            notify(events, notice);
+            self.plan.converted = converted;
+        }
         let result = self.run_rounds(events, &cancel, &mut record).await;
         record.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.transcript.messages = self.messages();
@@ -376,7 +401,8 @@ impl ChatEngine {
                     None,
                     Some(raw_call),
                     message,
-                );
+                )
+                .await;
             }
             for mut call in detected.calls {
                 self.calls_made += 1;
@@ -398,7 +424,8 @@ impl ChatEngine {
                             name,
                             None,
                             message,
-                        );
+                        )
+                        .await;
                     }
                 }
             }
@@ -455,9 +482,8 @@ impl ChatEngine {
                 }
             } else {
                 for (call, message) in repeats {
-                    feedback.push(Message::tool(
-                        self.feed_back(&call, &error_result(&message)),
-                    ));
+                    let text = self.feed_back(&call, &error_result(&message), events).await;
+                    feedback.push(Message::tool(text));
                 }
             }
 
@@ -652,7 +678,7 @@ impl ChatEngine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn reject(
+    async fn reject(
         &self,
         events: &UnboundedSender<ChatEvent>,
         round: &mut RoundRecord,
@@ -672,7 +698,8 @@ impl ChatEngine {
             name: name.clone().unwrap_or_else(|| "unknown".into()),
             arguments: Value::Object(Default::default()),
         };
-        feedback.push(Message::tool(self.feed_back(&call, &error_result(&error))));
+        let text = self.feed_back(&call, &error_result(&error), events).await;
+        feedback.push(Message::tool(text));
         round.rejected.push(Rejection {
             id,
             name,
@@ -806,7 +833,7 @@ impl ChatEngine {
                     error_result(&format!("The call failed: {err:#}"))
                 }
             };
-            let text = self.feed_back(&p.call, &result_like);
+            let text = self.feed_back(&p.call, &result_like, events).await;
             record.fed_back = text.clone();
             if record.duration_ms.is_some() || record.outcome == CallOutcome::Cancelled {
                 let _ = events.send(ChatEvent::ToolResult {
@@ -822,12 +849,23 @@ impl ChatEngine {
         out
     }
 
-    /// A tool result as the model's format expects it. Templates that wrap tool turns
-    /// themselves (Qwen) get the bare body.
-    fn feed_back(&self, call: &ToolCall, result: &CallToolResultLike) -> String {
+    /// A tool result as the converter plugin or the model's format expects it. Templates that
+    /// wrap tool turns themselves (Qwen) get the bare body.
+    async fn feed_back(
+        &self,
+        call: &ToolCall,
+        result: &CallToolResultLike,
+        events: &UnboundedSender<ChatEvent>,
+    ) -> String {
         let opts = ResultOptions {
             max_chars: self.settings.result_max_chars,
         };
+        if let Some(converter) = &self.converter {
+            match converter.format_result(call, result, opts.max_chars).await {
+                Ok(text) => return text,
+                Err(notice) => notify(events, Some(notice)),
+            }
+        }
         if self.backend.info().chat_template == "qwen" {
             result_body(result, &opts)
         } else {

@@ -2,11 +2,12 @@
 //!
 //! Data flows in module order: [`settings`] (the `[chat]` table) → [`shortlist`] (the tools that
 //! fit the message, for small models) → [`prompt`] (system prompt, tool
-//! section, grammar per round) → the model (rkmcp-llm) → [`detect`] (the built-in detector of
+//! section, grammar per round; [`convert`] when a converter plugin writes them) → the model (rkmcp-llm) → [`detect`] (the built-in detector of
 //! rkmcp-tool-formats or a detector plugin) →
 //! [`validate`] (arguments against the tool's schema) → [`approval`] (policy, guard plugins, the
-//! user) → MCP sessions → results fed back. [`engine`] runs that loop for `rkmcp chat` and `ask`.
+//! user) → MCP sessions → results fed back (by the format or the converter plugin). [`engine`] runs that loop for `rkmcp chat` and `ask`.
 pub mod approval;
+pub mod convert;
 pub mod detect;
 pub mod engine;
 pub mod prompt;

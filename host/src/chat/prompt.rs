@@ -7,6 +7,7 @@ use rkmcp_tool_formats::convert::{
     rkllm_function_tools_json,
 };
 
+use super::convert::PluginConversion;
 use super::settings::{Auto, ChatSettings, ToolChoice, ToolDecision};
 
 /// The pseudo-tool a model names to answer without a tool (`tool_decision = "explicit"`). It is
@@ -41,6 +42,9 @@ pub struct ToolPlan {
     /// Whether some tool shares words with the user's message (set each turn). An explicit
     /// decision is asked for only then: a greeting should not have to name a tool.
     pub tools_match: bool,
+    /// The converter plugin's tool section and grammar for these tools (set each turn when
+    /// `[chat] converter` names one and it did not fail); `None`: the built-in converter's.
+    pub converted: Option<PluginConversion>,
 }
 
 impl ToolPlan {
@@ -60,6 +64,7 @@ impl ToolPlan {
             style,
             tools,
             tools_match: true,
+            converted: None,
         }
     }
 
@@ -70,8 +75,8 @@ impl ToolPlan {
 
     /// Whether the model must name a tool or [`ANSWER_DIRECTLY`] first: `tool_decision =
     /// "explicit"` with `tool_choice = "auto"`, a message that shares words with some tool, and a
-    /// grammar to hold it to that (constrained
-    /// decoding on a backend with grammars, a format that has one, no user grammar).
+    /// grammar to hold it to that (constrained decoding on a backend with grammars, a format that
+    /// has one, no user grammar).
     pub fn explicit_decision(&self, settings: &ChatSettings, backend_has_grammar: bool) -> bool {
         settings.tool_decision == ToolDecision::Explicit
             && self.tools_match
@@ -138,7 +143,10 @@ pub fn system_prompt(
     if !plan.offers_tools(settings) || native_tools {
         return base.to_string();
     }
-    let section = render_tool_section_for(plan.style, plan.format, &plan.listed_tools(explicit));
+    let section = match &plan.converted {
+        Some(c) => c.section.trim_end().to_string(),
+        None => render_tool_section_for(plan.style, plan.format, &plan.listed_tools(explicit)),
+    };
     if explicit {
         format!("{base}\n\n{section}\nIf none of the tools fits, call {ANSWER_DIRECTLY}.")
     } else {
@@ -173,6 +181,15 @@ pub fn grammar_for_round(
     } else {
         (GrammarMode::CallOrAnswer, "call-or-answer")
     };
+    // A converter plugin's grammar (a call or an answer, in the syntax its section teaches) holds
+    // the rounds where the model may do either; a forced call and an answer-only round keep the
+    // built-in grammar of the tool format, which the plugin's syntax must match to be read.
+    if let (GrammarMode::CallOrAnswer, Some(c)) = (mode, &plan.converted) {
+        return match &c.grammar {
+            Some(g) => (Some(g.clone()), "converter plugin"),
+            None => (None, "none"),
+        };
+    }
     let tools = plan.listed_tools(explicit && name == "tool-or-answer_directly");
     match gbnf_grammar_with(plan.format, &tools, mode) {
         Some(g) => (Some(g), name),

@@ -211,6 +211,10 @@ pub struct ChatSettings {
     pub detector: Option<String>,
     /// The dialect asked of the detector plugin (default: the tool format's name).
     pub detector_format: Option<String>,
+    /// A schema-converter plugin (its name in the plugin folder) that writes the tool section of
+    /// the system prompt, the grammar of call rounds and the tool results the model reads; the
+    /// built-in converter takes over for anything the plugin fails on.
+    pub converter: Option<String>,
     /// A grammar for every round instead of the generated one (`ask --grammar`); not a config key.
     #[serde(skip)]
     pub grammar: Option<String>,
@@ -234,6 +238,7 @@ impl Default for ChatSettings {
             approval: ApprovalConfig::default(),
             detector: None,
             detector_format: None,
+            converter: None,
             grammar: None,
         }
     }

@@ -2,7 +2,7 @@
 use std::sync::Arc;
 
 use rkmcp_llm::{ModelConfig, SharedBackend};
-use rkmcp_plugin_host::{ApprovalGuard, Detector, PluginHost, PluginsConfig};
+use rkmcp_plugin_host::{ApprovalGuard, Detector, PluginHost, PluginsConfig, SchemaConverter};
 
 use super::approval::{Approver, Prompter};
 use super::engine::ChatEngine;
@@ -82,6 +82,9 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
     if let Some(detector) = plugins.detector {
         engine = engine.with_detector_plugin(detector);
     }
+    if let Some(converter) = plugins.converter {
+        engine = engine.with_converter_plugin(converter);
+    }
     Ok(StartedChat { engine, failures })
 }
 
@@ -97,17 +100,20 @@ pub struct ChatPlugins {
     pub guards: Vec<ApprovalGuard>,
     /// `[chat] detector`.
     pub detector: Option<Detector>,
+    /// `[chat] converter`.
+    pub converter: Option<SchemaConverter>,
 }
 
-/// Loads the approval guards and the detector plugin the settings name. A plugin that cannot be
+/// Loads the approval guards, the detector and the converter plugin the settings name. A plugin that cannot be
 /// loaded is a configuration error: running without a guard the user asked for would be unsafe,
 /// and a detector the user chose silently replaced would hide the problem.
 pub fn load_plugins(config: &Config, settings: &ChatSettings) -> anyhow::Result<ChatPlugins> {
     let names = &settings.approval.guards;
-    if names.is_empty() && settings.detector.is_none() {
+    if names.is_empty() && settings.detector.is_none() && settings.converter.is_none() {
         return Ok(ChatPlugins {
             guards: Vec::new(),
             detector: None,
+            converter: None,
         });
     }
     let plugins: PluginsConfig = config.section("plugins")?;
@@ -130,5 +136,17 @@ pub fn load_plugins(config: &Config, settings: &ChatSettings) -> anyhow::Result<
         })?),
         None => None,
     };
-    Ok(ChatPlugins { guards, detector })
+    let converter = match &settings.converter {
+        Some(name) => Some(host.schema_converter(name).map_err(|err| {
+            anyhow::Error::from(crate::config::ConfigError::new(format!(
+                "[chat] converter: cannot load schema-converter plugin `{name}`: {err} (see `rkmcp plugins list`)"
+            )))
+        })?),
+        None => None,
+    };
+    Ok(ChatPlugins {
+        guards,
+        detector,
+        converter,
+    })
 }

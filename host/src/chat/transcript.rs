@@ -19,6 +19,9 @@ pub struct Transcript {
     /// The detector plugin reading the answers (`None`: the built-in detector).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detector: Option<String>,
+    /// The schema-converter plugin describing the tools and results (`None`: the built-in one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub converter: Option<String>,
     /// The conversation as the model saw it last (system prompt first).
     pub messages: Vec<Message>,
     pub turns: Vec<TurnRecord>,

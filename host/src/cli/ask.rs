@@ -147,6 +147,10 @@ pub struct ChatArgs {
     /// instead of the built-in detector.
     #[arg(long, value_name = "PLUGIN")]
     pub detector: Option<String>,
+    /// Describe the tools to the model and hand it their results with this schema-converter
+    /// plugin instead of the built-in converter.
+    #[arg(long, value_name = "PLUGIN")]
+    pub converter: Option<String>,
     /// Most generate → call rounds per question.
     #[arg(long, value_name = "N")]
     pub max_rounds: Option<u32>,
@@ -177,6 +181,9 @@ impl ChatArgs {
         }
         if let Some(v) = &self.detector {
             settings.detector = Some(v.clone());
+        }
+        if let Some(v) = &self.converter {
+            settings.converter = Some(v.clone());
         }
         if let Some(v) = self.max_rounds {
             settings.max_rounds = v;

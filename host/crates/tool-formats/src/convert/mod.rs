@@ -15,7 +15,7 @@ mod result;
 pub use gbnf::{GrammarMode, gbnf_grammar, gbnf_grammar_with, json_schema_for_calls};
 pub use result::{
     CallToolResultLike, ContentItem, DEFAULT_RESULT_LIMIT, EmbeddedResource, ResultOptions,
-    format_tool_result, format_tool_result_with, result_body,
+    format_tool_result, format_tool_result_with, result_body, truncate_text_content,
 };
 
 /// A tool as MCP's `tools/list` describes it.

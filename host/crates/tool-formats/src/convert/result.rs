@@ -190,6 +190,28 @@ fn truncate(s: String, max_chars: usize) -> String {
     )
 }
 
+/// `result` with its text content cut to `max_chars` characters in all (each cut marked with a
+/// visible notice), for a converter that formats the result itself (a schema-converter plugin):
+/// it gets a result of bounded size and still writes its own wrapper around it.
+pub fn truncate_text_content(result: &CallToolResultLike, max_chars: usize) -> CallToolResultLike {
+    let mut left = max_chars;
+    let mut out = result.clone();
+    for item in &mut out.content {
+        if let ContentItem::Text { text } = item {
+            let total = text.chars().count();
+            if total <= left {
+                left -= total;
+            } else if left == 0 {
+                *text = format!("[… truncated: {total} more characters not shown]");
+            } else {
+                *text = truncate(std::mem::take(text), left);
+                left = 0;
+            }
+        }
+    }
+    out
+}
+
 /// The result body alone (binary content described, long bodies truncated with a visible notice),
 /// for chat templates that put their own wrapper around tool turns (Qwen's `<tool_response>`).
 pub fn result_body(result: &CallToolResultLike, opts: &ResultOptions) -> String {

@@ -444,3 +444,29 @@ fn conversion_bundle_and_input_errors() {
             .starts_with("tool result JSON:")
     );
 }
+
+#[test]
+fn text_content_is_cut_to_one_budget_with_notices_and_other_content_kept() {
+    let text = |t: &str| ContentItem::Text {
+        text: t.to_string(),
+    };
+    let image = ContentItem::Image {
+        data: "AAAA".into(),
+        mime_type: "image/png".into(),
+    };
+    let r = CallToolResultLike {
+        content: vec![text("abcdef"), image.clone(), text("ghijkl"), text("mno")],
+        ..Default::default()
+    };
+    let cut = truncate_text_content(&r, 8);
+    assert_eq!(
+        cut.content,
+        vec![
+            text("abcdef"),
+            image,
+            text("gh\n[… truncated: showing the first 2 of 6 characters]"),
+            text("[… truncated: 3 more characters not shown]"),
+        ]
+    );
+    assert_eq!(truncate_text_content(&r, 15), r);
+}
