@@ -547,6 +547,10 @@ async fn an_explicit_decision_to_answer_directly_is_not_a_call_and_the_model_the
         grammars[0]
     );
     assert!(!grammars[1].contains("TOOL_CALL"), "{}", grammars[1]);
+    // The decision is greedy (`greedy_calls`); the answer keeps the model's sampling.
+    let temperatures: Vec<Option<f32>> = seen.iter().map(|r| r.temperature).collect();
+    assert_eq!(temperatures, [Some(0.0), None]);
+    assert!(round.greedy);
     // The choice is not part of the conversation.
     assert_eq!(
         history(&chat),
@@ -587,6 +591,16 @@ async fn an_explicit_decision_for_a_tool_runs_it_and_the_next_round_may_answer()
     // After a result the model may answer, and the pseudo-tool is no longer a choice.
     let grammars = grammars_seen(&chat);
     assert!(!grammars[1].contains("answer_directly"), "{}", grammars[1]);
+    // The round that had to call decided greedily; the one that may answer samples.
+    let temperatures: Vec<Option<f32>> = chat
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.temperature)
+        .collect();
+    assert_eq!(temperatures, [Some(0.0), None]);
+    assert_eq!([rounds[0].greedy, rounds[1].greedy], [true, false]);
     chat.engine.into_sessions_shutdown().await;
 }
 

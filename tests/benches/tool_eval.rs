@@ -25,7 +25,7 @@
 //! `plain` (no grammar), `answer` (grammar: call or answer, `tool_decision = "open"`; the
 //! default), `explicit` (grammar: name a tool or `answer_directly` first, `tool_decision =
 //! "explicit"`) or `required` (grammar: call only); a suffix `@N` shows only the N tools that best
-//! match the question (`tool_shortlist = N`). `--limit N` takes N questions spread evenly over
+//! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default). `--limit N` takes N questions spread evenly over
 //! the set. Greedy decoding.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
 use std::collections::BTreeMap;
@@ -54,6 +54,12 @@ const DEFAULT_CONFIGS: &[&str] = &[
     "auto:answer",
     "auto:explicit",
     "auto:required",
+    // Tool shortlists: rkmcp's default (`auto`: for this model, the best tool and its ties),
+    // then fixed sizes.
+    "auto:explicit@auto",
+    "auto:explicit@1",
+    "auto:explicit@2",
+    "auto:explicit@3",
     // Other prompt styles and call formats, explicit decision.
     "hermes/compact:explicit",
     "hermes/markdown:explicit",
@@ -153,18 +159,17 @@ struct Spec {
     format: Auto<ToolFormat>,
     style: Auto<PromptStyle>,
     mode: Mode,
-    /// `@N`: `tool_shortlist = N`.
-    shortlist: usize,
+    /// `@N`: `tool_shortlist = N`; `@auto`: the default (`auto`); none: all tools.
+    shortlist: Shortlist,
 }
 
 fn parse_spec(s: &str) -> Result<Spec, String> {
     let (spec, shortlist) = match s.split_once('@') {
         Some((spec, n)) => (
             spec,
-            n.parse::<usize>()
-                .map_err(|e| format!("`@{n}`: a number of tools ({e})"))?,
+            n.parse::<Shortlist>().map_err(|e| format!("`@{n}`: {e}"))?,
         ),
-        None => (s, 0),
+        None => (s, Shortlist::Max(0)),
     };
     let (head, mode) = match spec.split_once(':') {
         Some((h, m)) => (h, m),
@@ -218,7 +223,7 @@ fn settings_for(spec: &Spec) -> ChatSettings {
             ToolDecision::Open
         },
         constrained_decoding: spec.mode != Mode::Plain,
-        tool_shortlist: Shortlist::Max(spec.shortlist),
+        tool_shortlist: spec.shortlist,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()
@@ -914,7 +919,7 @@ async fn main() {
     let results_path = out_dir.join("results.json");
 
     let mut reports: Vec<ConfigReport> = Vec::new();
-    let mut seen: Vec<((String, String, Mode, usize), String)> = Vec::new();
+    let mut seen: Vec<((String, String, Mode, Shortlist), String)> = Vec::new();
     for spec in &specs {
         let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, true)
             .expect("the default approval config is valid");

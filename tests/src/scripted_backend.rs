@@ -27,6 +27,8 @@ pub struct SeenRequest {
     pub messages: Vec<Message>,
     pub grammar: Option<String>,
     pub tools_json: Option<String>,
+    /// The request's temperature override (`None`: the configured sampling).
+    pub temperature: Option<f32>,
 }
 
 pub struct ScriptedBackend {
@@ -103,6 +105,7 @@ impl Backend for ScriptedBackend {
                 messages: request.messages.clone(),
                 grammar: request.grammar.clone(),
                 tools_json: request.tools_json.clone(),
+                temperature: request.temperature,
             });
         }
         let Some(step) = self.script.pop_front() else {

@@ -277,7 +277,8 @@ impl ChatEngine {
             .map(|m| m.len());
         let max = self.settings.tool_shortlist.resolve(model_bytes);
         if max > 0 && self.plan.tools.len() > max {
-            self.plan.tools = super::shortlist::shortlist(&query, &self.plan.tools, max);
+            let ties = self.settings.tool_shortlist.keeps_ties();
+            self.plan.tools = super::shortlist::shortlist(&query, &self.plan.tools, max, ties);
             record.tools_listed = Some(self.plan.tools.iter().map(|t| t.name.clone()).collect());
         }
         self.plan.converted = None;
@@ -325,7 +326,13 @@ impl ChatEngine {
                 round,
                 answer_only,
             );
-            let request = self.request(grammar);
+            let mut request = self.request(grammar);
+            // A round that must call decides greedily (`greedy_calls`).
+            let greedy = self.settings.greedy_calls
+                && matches!(grammar_name, "call-only" | "tool-or-answer_directly");
+            if greedy {
+                request.temperature = Some(0.0);
+            }
             let (mut raw, mut generation, mut detected) =
                 self.generate(request, offers_tools, events, cancel).await?;
             // `answer_directly` is the model's choice to answer without a tool: it is not a call.
@@ -363,6 +370,7 @@ impl ChatEngine {
                 finish: generation.as_ref().map(|g| g.0),
                 stats: generation.as_ref().map(|g| g.1.clone()),
                 grammar: grammar_name,
+                greedy,
                 calls: Vec::new(),
                 rejected: Vec::new(),
             };

@@ -114,7 +114,8 @@ impl std::str::FromStr for ToolDecision {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Shortlist {
     /// [`Shortlist::TINY`] tools for a tiny model (a model file under
-    /// [`Shortlist::TINY_MODEL_BYTES`]), all tools for any other.
+    /// [`Shortlist::TINY_MODEL_BYTES`]), and any tool that matches the message as well as the
+    /// last of them; all tools for any other model.
     #[default]
     Auto,
     /// At most this many (0: all).
@@ -126,6 +127,12 @@ impl Shortlist {
     pub const TINY: usize = 1;
     /// Model files smaller than this are tiny (SmolLM2-135M Q4_1: 98 MB; Qwen2.5-0.5B Q4: ~400 MB).
     pub const TINY_MODEL_BYTES: u64 = 300 * 1024 * 1024;
+
+    /// Whether tools that tie with the last one shown are shown too (`auto`: when the words
+    /// cannot tell tools apart, the model should; a number is a hard limit).
+    pub fn keeps_ties(self) -> bool {
+        self == Shortlist::Auto
+    }
 
     /// The number of tools to show (0: all) for a model file of `model_bytes`.
     pub fn resolve(self, model_bytes: Option<u64>) -> usize {
@@ -197,6 +204,10 @@ pub struct ChatSettings {
     pub constrained_decoding: bool,
     /// Generate → call → feed back, at most this many times per user turn.
     pub max_rounds: u32,
+    /// Rounds that must call (a forced call, the explicit decision) decode greedily
+    /// (temperature 0) on backends that sample per generation: a small model picks the tool and
+    /// its arguments far more reliably so. Answers keep the model's sampling.
+    pub greedy_calls: bool,
     /// How many times one turn may hand invalid calls back to the model to fix.
     pub max_fix_attempts: u32,
     /// Run the independent calls of one response concurrently.
@@ -230,6 +241,7 @@ impl Default for ChatSettings {
             tool_decision: ToolDecision::default(),
             tool_shortlist: Shortlist::Auto,
             constrained_decoding: true,
+            greedy_calls: true,
             max_rounds: 5,
             max_fix_attempts: 2,
             parallel_calls: true,

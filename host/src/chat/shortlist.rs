@@ -74,6 +74,31 @@ fn stem(w: &str) -> String {
     }
 }
 
+/// `text` without its examples ("IANA timezone name (e.g., 'Asia/Tokyo')" → "IANA timezone
+/// name ()"): a place named as an example says nothing about what a tool does, and would rank
+/// the tool that happens to mention Tokyo above the one that tells the time.
+fn without_examples(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    while let Some((start, marker)) = ["e.g.", "for example"]
+        .iter()
+        .filter_map(|m| lower[rest..].find(m).map(|i| (rest + i, m.len())))
+        .min()
+    {
+        out.push_str(&text[rest..start]);
+        // The example runs to the closing parenthesis, else to the end of the sentence.
+        let tail = &lower[start + marker..];
+        let end = tail
+            .find(')')
+            .or_else(|| tail.find(". ").map(|i| i + 1))
+            .unwrap_or(tail.len());
+        rest = start + marker + end;
+    }
+    out.push_str(&text[rest..]);
+    out
+}
+
 /// Each word of a tool with the weight of the field it came from (the highest, if several).
 fn tool_words(tool: &ToolDef) -> HashMap<String, f64> {
     let mut weights: HashMap<String, f64> = HashMap::new();
@@ -85,7 +110,7 @@ fn tool_words(tool: &ToolDef) -> HashMap<String, f64> {
     };
     add(&tool.name, 3.0);
     if let Some(d) = &tool.description {
-        add(d, 1.0);
+        add(&without_examples(d), 1.0);
     }
     if let Some(title) = tool
         .annotations
@@ -103,7 +128,7 @@ fn tool_words(tool: &ToolDef) -> HashMap<String, f64> {
         for (name, prop) in props {
             add(name, 1.5);
             if let Some(d) = prop.get("description").and_then(Value::as_str) {
-                add(d, 1.0);
+                add(&without_examples(d), 1.0);
             }
             for v in prop
                 .get("enum")
@@ -140,8 +165,9 @@ pub fn scores(query: &str, tools: &[ToolDef]) -> Vec<f64> {
 }
 
 /// The `max` tools that best match `query`, best first (all of them, in their order, when
-/// `max` is 0 or not smaller than their number).
-pub fn shortlist(query: &str, tools: &[ToolDef], max: usize) -> Vec<ToolDef> {
+/// `max` is 0 or not smaller than their number). With `ties`, tools that score as well as the
+/// last one taken come too: when the words cannot tell two tools apart, the model should.
+pub fn shortlist(query: &str, tools: &[ToolDef], max: usize, ties: bool) -> Vec<ToolDef> {
     if max == 0 || tools.len() <= max {
         return tools.to_vec();
     }
@@ -149,9 +175,12 @@ pub fn shortlist(query: &str, tools: &[ToolDef], max: usize) -> Vec<ToolDef> {
     let mut order: Vec<usize> = (0..tools.len()).collect();
     // Stable: equal scores keep the configured order.
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let cutoff = scores[order[max - 1]];
+    let tied = |i: &usize| ties && cutoff > 0.0 && scores[*i] >= cutoff - 1e-9 * cutoff;
+    let extra = order[max..].iter().take_while(|i| tied(i)).count();
     order
         .into_iter()
-        .take(max)
+        .take(max + extra)
         .map(|i| tools[i].clone())
         .collect()
 }
@@ -216,19 +245,19 @@ mod tests {
     fn the_tool_that_shares_the_question_s_words_comes_first() {
         let t = tools();
         assert_eq!(
-            names(&shortlist("What time is it in Tokyo?", &t, 2))[0],
+            names(&shortlist("What time is it in Tokyo?", &t, 2, false))[0],
             "time__get_current_time"
         );
         assert_eq!(
-            names(&shortlist("Show me the files in /tmp/data", &t, 2)),
+            names(&shortlist("Show me the files in /tmp/data", &t, 2, false)),
             ["files__read_text_file", "files__list_directory"]
         );
         assert_eq!(
-            names(&shortlist("Add 17 and 25: what is the sum?", &t, 1)),
+            names(&shortlist("Add 17 and 25: what is the sum?", &t, 1, false)),
             ["everything__get-sum"]
         );
         assert_eq!(
-            names(&shortlist("List the directory /srv", &t, 1)),
+            names(&shortlist("List the directory /srv", &t, 1, false)),
             ["files__list_directory"]
         );
     }
@@ -236,8 +265,62 @@ mod tests {
     #[test]
     fn unrelated_questions_keep_the_configured_order_and_zero_shows_everything() {
         let t = tools();
-        assert_eq!(names(&shortlist("Hello there!", &t, 3)), names(&t[..3]));
-        assert_eq!(names(&shortlist("files", &t, 0)), names(&t));
-        assert_eq!(names(&shortlist("files", &t, 9)), names(&t));
+        assert_eq!(
+            names(&shortlist("Hello there!", &t, 3, false)),
+            names(&t[..3])
+        );
+        assert_eq!(names(&shortlist("files", &t, 0, false)), names(&t));
+        assert_eq!(names(&shortlist("files", &t, 9, false)), names(&t));
+    }
+
+    /// The real tools of mcp-server-time (from the converter corpus) among the others.
+    fn with_real_time_tools() -> Vec<ToolDef> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/crates/tool-formats/converter-corpus/tools/mcp-server-time.json"
+        );
+        let text = std::fs::read_to_string(path).expect("corpus file");
+        let mut t: Vec<ToolDef> = serde_json::from_str(&text).expect("tools");
+        t.extend(
+            tools()
+                .into_iter()
+                .filter(|t| !t.name.starts_with("time__")),
+        );
+        t
+    }
+
+    #[test]
+    fn examples_in_descriptions_do_not_count() {
+        assert_eq!(
+            without_examples(
+                "Target IANA timezone name (e.g., 'Asia/Tokyo'). Use 'UTC' if unsure."
+            ),
+            "Target IANA timezone name (). Use 'UTC' if unsure."
+        );
+        assert_eq!(
+            without_examples("A city, for example Paris. Or e.g. Rome"),
+            "A city,  Or "
+        );
+        // convert_time names Tokyo as an example; that does not make it the Tokyo tool.
+        let t = with_real_time_tools();
+        let s = scores("What time is it in Tokyo?", &t);
+        assert_eq!(s[0], s[1], "{s:?}");
+    }
+
+    #[test]
+    fn tools_the_words_cannot_tell_apart_are_all_listed_when_ties_are_kept() {
+        let t = with_real_time_tools();
+        let q = "What time is it in Tokyo?";
+        assert_eq!(names(&shortlist(q, &t, 1, false)), ["get_current_time"]);
+        assert_eq!(
+            names(&shortlist(q, &t, 1, true)),
+            ["get_current_time", "convert_time"]
+        );
+        // A clear winner comes alone; nothing ties with a question that matches nothing.
+        assert_eq!(
+            names(&shortlist("Convert 09:30 Paris time to Tokyo", &t, 1, true)),
+            ["convert_time"]
+        );
+        assert_eq!(names(&shortlist("Hello there!", &t, 1, true)).len(), 1);
     }
 }

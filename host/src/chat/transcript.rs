@@ -61,8 +61,11 @@ pub struct RoundRecord {
     pub finish: Option<FinishReason>,
     pub stats: Option<Stats>,
     /// `none`, `call-or-answer`, `call-only`, `tool-or-answer_directly` (then `answer-only` if it
-    /// chose to answer), `answer-only` (after a repeated call) or `user` (--grammar).
+    /// chose to answer), `answer-only` (after a repeated call), `converter plugin` (its grammar)
+    /// or `user` (--grammar).
     pub grammar: String,
+    /// Whether the round was decoded greedily (`greedy_calls`: a round that must call).
+    pub greedy: bool,
     pub calls: Vec<CallRecord>,
     /// Attempts that were not executed and were handed back to the model.
     pub rejected: Vec<Rejection>,

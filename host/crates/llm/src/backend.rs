@@ -68,6 +68,10 @@ pub struct GenerateRequest {
     pub grammar: Option<String>,
     /// Tool descriptions as a JSON array, for backends with [`Capabilities::native_tools`].
     pub tools_json: Option<String>,
+    /// Overrides the configured sampling temperature for this generation (0: greedy), on
+    /// backends that sample per generation (llama.cpp). RKLLM fixes sampling when the model is
+    /// loaded and ignores it.
+    pub temperature: Option<f32>,
     /// Keep what is in the KV cache when this conversation continues the previous one. `false`
     /// processes the whole conversation again.
     pub reuse_cache: bool,

@@ -325,8 +325,11 @@ impl Backend for LlamaBackend {
         }
         self.cached.truncate(keep);
 
-        let mut sampler =
-            self.sampler(&self.config.sampling.clone(), request.grammar.as_deref())?;
+        let mut sampling = self.config.sampling.clone();
+        if let Some(t) = request.temperature.filter(|t| t.is_finite() && *t >= 0.0) {
+            sampling.temperature = t;
+        }
+        let mut sampler = self.sampler(&sampling, request.grammar.as_deref())?;
         let mut batch = LlamaBatch::new(BATCH, 1);
         let prefill_start = Instant::now();
         let mut pos = keep;

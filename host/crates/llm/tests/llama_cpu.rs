@@ -128,6 +128,34 @@ fn seeded_sampling_repeats() {
 }
 
 #[test]
+fn a_request_temperature_overrides_the_configured_sampling() {
+    let mut hot = greedy_config(24);
+    hot.sampling = SamplingConfig {
+        temperature: 1.5,
+        seed: Some(7),
+        ..SamplingConfig::default()
+    };
+    let mut request =
+        GenerateRequest::new(vec![Message::user("Tell me a short story about a cat.")]);
+    request.reuse_cache = false;
+    // The same sampling (penalties included) at temperature 0.
+    let mut cold = hot.clone();
+    cold.sampling.temperature = 0.0;
+    let greedy = run(&mut load(&cold), &request).0.text;
+    let mut backend = load(&hot);
+    let sampled = run(&mut backend, &request).0.text;
+    assert_ne!(
+        sampled, greedy,
+        "a hot seeded sampler writes something else"
+    );
+    request.temperature = Some(0.0);
+    assert_eq!(run(&mut backend, &request).0.text, greedy);
+    // The override holds for one request only.
+    request.temperature = None;
+    assert_eq!(run(&mut backend, &request).0.text, sampled);
+}
+
+#[test]
 fn grammar_constrains_the_output() {
     let mut backend = load(&greedy_config(64));
     let mut request =
