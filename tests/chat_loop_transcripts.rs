@@ -119,6 +119,8 @@ async fn a_question_without_tools_is_answered_in_one_round() {
         "{}",
         system.content
     );
+    // An answer without tools keeps the model's own sampling.
+    assert_eq!(seen[0].temperature, None);
     chat.engine.into_sessions_shutdown().await;
 }
 
@@ -547,7 +549,8 @@ async fn an_explicit_decision_to_answer_directly_is_not_a_call_and_the_model_the
         grammars[0]
     );
     assert!(!grammars[1].contains("TOOL_CALL"), "{}", grammars[1]);
-    // The decision is greedy (`greedy_calls`); the answer keeps the model's sampling.
+    // The decision is greedy (`greedy_tool_rounds`); an answer without tools keeps the model's
+    // sampling.
     let temperatures: Vec<Option<f32>> = seen.iter().map(|r| r.temperature).collect();
     assert_eq!(temperatures, [Some(0.0), None]);
     assert!(round.greedy);
@@ -591,7 +594,7 @@ async fn an_explicit_decision_for_a_tool_runs_it_and_the_next_round_may_answer()
     // After a result the model may answer, and the pseudo-tool is no longer a choice.
     let grammars = grammars_seen(&chat);
     assert!(!grammars[1].contains("answer_directly"), "{}", grammars[1]);
-    // The round that had to call decided greedily; the one that may answer samples.
+    // The round that had to call and the answer from its result are both greedy.
     let temperatures: Vec<Option<f32>> = chat
         .seen
         .lock()
@@ -599,8 +602,8 @@ async fn an_explicit_decision_for_a_tool_runs_it_and_the_next_round_may_answer()
         .iter()
         .map(|r| r.temperature)
         .collect();
-    assert_eq!(temperatures, [Some(0.0), None]);
-    assert_eq!([rounds[0].greedy, rounds[1].greedy], [true, false]);
+    assert_eq!(temperatures, [Some(0.0), Some(0.0)]);
+    assert_eq!([rounds[0].greedy, rounds[1].greedy], [true, true]);
     chat.engine.into_sessions_shutdown().await;
 }
 

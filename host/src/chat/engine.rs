@@ -327,9 +327,10 @@ impl ChatEngine {
                 answer_only,
             );
             let mut request = self.request(grammar);
-            // A round that must call decides greedily (`greedy_calls`).
-            let greedy = self.settings.greedy_calls
-                && matches!(grammar_name, "call-only" | "tool-or-answer_directly");
+            // A round that must call, or that follows calls (results, rejections), is decoded
+            // greedily (`greedy_tool_rounds`).
+            let greedy = self.settings.greedy_tool_rounds
+                && (round > 1 || matches!(grammar_name, "call-only" | "tool-or-answer_directly"));
             if greedy {
                 request.temperature = Some(0.0);
             }

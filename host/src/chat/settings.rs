@@ -204,10 +204,11 @@ pub struct ChatSettings {
     pub constrained_decoding: bool,
     /// Generate → call → feed back, at most this many times per user turn.
     pub max_rounds: u32,
-    /// Rounds that must call (a forced call, the explicit decision) decode greedily
-    /// (temperature 0) on backends that sample per generation: a small model picks the tool and
-    /// its arguments far more reliably so. Answers keep the model's sampling.
-    pub greedy_calls: bool,
+    /// Rounds that must call (a forced call, the explicit decision) and rounds that answer from
+    /// tool results decode greedily (temperature 0) on backends that sample per generation: a
+    /// small model picks the tool and its arguments, and reports a result, far more faithfully
+    /// so. Answers without tools keep the model's sampling.
+    pub greedy_tool_rounds: bool,
     /// How many times one turn may hand invalid calls back to the model to fix.
     pub max_fix_attempts: u32,
     /// Run the independent calls of one response concurrently.
@@ -241,7 +242,7 @@ impl Default for ChatSettings {
             tool_decision: ToolDecision::default(),
             tool_shortlist: Shortlist::Auto,
             constrained_decoding: true,
-            greedy_calls: true,
+            greedy_tool_rounds: true,
             max_rounds: 5,
             max_fix_attempts: 2,
             parallel_calls: true,

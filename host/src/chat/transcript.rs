@@ -64,7 +64,8 @@ pub struct RoundRecord {
     /// chose to answer), `answer-only` (after a repeated call), `converter plugin` (its grammar)
     /// or `user` (--grammar).
     pub grammar: String,
-    /// Whether the round was decoded greedily (`greedy_calls`: a round that must call).
+    /// Whether the round was decoded greedily (`greedy_tool_rounds`: a round that must call
+    /// or follows calls).
     pub greedy: bool,
     pub calls: Vec<CallRecord>,
     /// Attempts that were not executed and were handed back to the model.
