@@ -59,6 +59,52 @@ fn ask_answers_the_time_in_tokyo_from_the_real_time_server() {
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     let report: Value = serde_json::from_str(&stdout(&out))
         .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)));
+    assert_tokyo_answered_from_the_time_server(&report);
+}
+
+/// With nothing but the question: the explicit decision, the tool shortlist and greedy tool
+/// rounds (the defaults) make the model call the time tool and answer from its result, though
+/// the configured sampling (temperature 0.7) is not greedy.
+#[test]
+fn ask_with_the_default_settings_calls_the_time_tool_and_answers_from_it() {
+    let home = tempfile::tempdir().unwrap();
+    let config = time_config(home.path());
+    let args = [
+        "--config",
+        &config,
+        "ask",
+        "--json",
+        "--yes",
+        "--max-tokens",
+        "64",
+        "--threads",
+        "1",
+        "--ctx",
+        "2048",
+        TOKYO,
+    ];
+    let out = run_rkmcp(home.path(), &args);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)));
+    let rounds = report["transcript"]["turns"][0]["rounds"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        rounds[0]["grammar"], "tool-or-answer_directly",
+        "{rounds:#?}"
+    );
+    assert!(
+        rounds.iter().all(|r| r["greedy"] == true),
+        "every round of a tool-using turn is greedy: {rounds:#?}"
+    );
+    assert_tokyo_answered_from_the_time_server(&report);
+}
+
+/// The model called the time tool for Asia/Tokyo, the real server answered, and the answer
+/// repeats what the server said.
+fn assert_tokyo_answered_from_the_time_server(report: &Value) {
     let transcript = &report["transcript"];
 
     // The model called the time tool for Tokyo and the real server answered.
