@@ -7,18 +7,12 @@
 //! fixture.
 use std::sync::{Arc, Mutex};
 
-use rkmcp::chat::approval::Approver;
+use rkmcp::chat::TurnOutcome;
 use rkmcp::chat::engine::ChatEvent;
-use rkmcp::chat::settings::ChatSettings;
-use rkmcp::chat::start::load_plugins;
 use rkmcp::chat::transcript::Transcript;
-use rkmcp::chat::{ChatEngine, TurnOutcome};
-use rkmcp::mcp::SessionManager;
 use rkmcp_llm::Role;
 use rkmcp_tests::scripted_backend::{ScriptedBackend, SeenRequest, Step};
 use rkmcp_tests::*;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 #[path = "plugin_support/mod.rs"]
 mod support;
@@ -38,41 +32,15 @@ struct Run {
 /// grants `grants_toml` and a plugin folder holding `plugins` (built component, plugin name);
 /// the model says `script`, on a backend that takes grammars.
 async fn run(plugins: &[(&str, &str)], grants_toml: &str, chat_toml: &str, script: &[&str]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
     let fixture = Fixture::new(plugins);
-    let toml = format!(
-        "{}\n[plugins]\ndirs = [{}]\ndefault_dir = false\ncache_dir = {}\n{grants_toml}\n\n[chat]\ntool_decision = \"open\"\n{chat_toml}\n",
-        stdio_entry("fx", FIXTURE, &[], "allow = [\"echo\"]"),
-        toml_str(&fixture.plugins.path().display().to_string()),
-        toml_str(&support::shared_cache().display().to_string()),
-    );
-    let config = load_config(dir.path(), &toml);
-    let settings: ChatSettings = config.section("chat").expect("[chat]");
-    let loaded = load_plugins(&config, &settings).expect("plugins load");
-    let sessions = SessionManager::start(&config, None).await;
-    assert!(sessions.failures().is_empty(), "{:?}", sessions.failures());
-    let approver = Approver::new(&settings.approval, loaded.guards, None, true).unwrap();
     let steps = script.iter().map(|s| Step::Say(s.to_string())).collect();
     let (backend, seen) = ScriptedBackend::new(steps, 3);
-    let mut engine = ChatEngine::new(
-        backend.with_grammar().shared(),
-        Arc::new(sessions),
-        settings,
-        approver,
-    );
-    if let Some(c) = loaded.converter {
-        engine = engine.with_converter_plugin(c);
-    }
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let outcome = engine
-        .turn("Echo hello", &tx, CancellationToken::new())
-        .await
-        .expect("turn");
-    drop(tx);
-    let mut events = Vec::new();
-    while let Some(e) = rx.recv().await {
-        events.push(e);
-    }
+    let chat_toml = format!("tool_decision = \"open\"\n{chat_toml}");
+    let backend = backend.with_grammar().shared();
+    let mut engine = fixture
+        .chat(FIXTURE, grants_toml, &chat_toml, backend)
+        .await;
+    let (outcome, events) = one_turn(&mut engine, "Echo hello").await;
     let transcript = engine.transcript().clone();
     engine.into_sessions_shutdown().await;
     Run {
@@ -87,18 +55,14 @@ fn taken(seen: &Arc<Mutex<Vec<SeenRequest>>>) -> Vec<SeenRequest> {
     seen.lock().map(|s| s.clone()).unwrap_or_default()
 }
 
+/// A Hermes-style call (what the test converter teaches), then an answer from its result.
+const HERMES_SCRIPT: [&str; 2] = [
+    r#"<tool_call>{"name": "fx__echo", "arguments": {"message": "hello"}}</tool_call>"#,
+    "The server said hello.",
+];
+
 fn json_call() -> &'static str {
     r#"Let me check. [TOOL_CALL]{"name": "fx__echo", "arguments": {"message": "hello"}}[END_TOOL_CALL]"#
-}
-
-fn notices(events: &[ChatEvent]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ChatEvent::Notice { message } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Every message (role, text) and the grammar of one request.
@@ -188,15 +152,11 @@ async fn the_default_converter_component_gives_the_model_exactly_what_the_builti
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_converter_plugin_writes_the_tool_section_the_grammar_and_the_results() {
     // The test converter teaches Hermes-style calls and wraps results in <tool_response>.
-    let script = [
-        r#"<tool_call>{"name": "fx__echo", "arguments": {"message": "hello"}}</tool_call>"#,
-        "The server said hello.",
-    ];
     let run = run(
         &[("testplug-converter", "mine")],
         "[plugins.grants.mine]\ncall_timeout_ms = 10000",
         "tool_format = \"hermes\"\nconverter = \"mine\"",
-        &script,
+        &HERMES_SCRIPT,
     )
     .await;
     assert_call_ran(&run);
@@ -247,15 +207,11 @@ async fn a_converter_plugin_writes_the_tool_section_the_grammar_and_the_results(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_call_keeps_the_builtin_call_only_grammar_under_a_converter_plugin() {
-    let script = [
-        r#"<tool_call>{"name": "fx__echo", "arguments": {"message": "hello"}}</tool_call>"#,
-        "The server said hello.",
-    ];
     let run = run(
         &[("testplug-converter", "mine")],
         "[plugins.grants.mine]\ncall_timeout_ms = 10000",
         "tool_format = \"hermes\"\nconverter = \"mine\"\ntool_choice = \"required\"",
-        &script,
+        &HERMES_SCRIPT,
     )
     .await;
     assert_call_ran(&run);
@@ -318,18 +274,7 @@ async fn a_converter_plugin_that_fails_leaves_the_builtin_converter_in_charge() 
 
 #[test]
 fn a_missing_converter_plugin_is_a_config_error_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let fixture = Fixture::new(&[]);
-    let toml = format!(
-        "[plugins]\ndirs = [{}]\ndefault_dir = false\n[chat]\nconverter = \"no-such-converter\"\n",
-        toml_str(&fixture.plugins.path().display().to_string()),
-    );
-    let config = load_config(dir.path(), &toml);
-    let settings: ChatSettings = config.section("chat").unwrap();
-    let err = match load_plugins(&config, &settings) {
-        Ok(_) => panic!("a missing converter plugin loaded"),
-        Err(e) => format!("{e:#}"),
-    };
+    let err = chat_plugins_error("converter = \"no-such-converter\"");
     assert!(
         err.contains("[chat] converter") && err.contains("no-such-converter"),
         "{err}"

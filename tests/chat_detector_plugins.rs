@@ -3,19 +3,12 @@
 //! plugin that refuses the format or crashes half-way through an answer hands over to the
 //! built-in detector without losing or repeating anything. The model is `ScriptedBackend` (a
 //! TEST DOUBLE replaying scripted answers in 3-character chunks); the server is our fixture.
-use std::sync::Arc;
 
-use rkmcp::chat::approval::Approver;
+use rkmcp::chat::TurnOutcome;
 use rkmcp::chat::engine::ChatEvent;
-use rkmcp::chat::settings::ChatSettings;
-use rkmcp::chat::start::load_plugins;
-use rkmcp::chat::{ChatEngine, TurnOutcome};
-use rkmcp::mcp::SessionManager;
 use rkmcp_llm::{Message, Role};
 use rkmcp_tests::scripted_backend::scripted;
 use rkmcp_tests::*;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 #[path = "plugin_support/mod.rs"]
 mod support;
@@ -48,37 +41,14 @@ struct Run {
 /// One turn over the fixture server with `[chat]` settings `chat_toml` and a plugin folder
 /// holding `plugins` (built component, plugin name).
 async fn run(plugins: &[(&str, &str)], chat_toml: &str) -> Run {
-    let dir = tempfile::tempdir().unwrap();
     let fixture = Fixture::new(plugins);
-    let toml = format!(
-        "{}\n[plugins]\ndirs = [{}]\ndefault_dir = false\ncache_dir = {}\n[plugins.grants.hostile]\ncall_timeout_ms = 10000\n[plugins.grants.detector-tool-call]\ncall_timeout_ms = 10000\n\n[chat]\ntool_format = \"tool-call-json\"\n{chat_toml}\n",
-        stdio_entry("fx", FIXTURE, &[], "allow = [\"echo\"]"),
-        toml_str(&fixture.plugins.path().display().to_string()),
-        toml_str(&support::shared_cache().display().to_string()),
-    );
-    let config = load_config(dir.path(), &toml);
-    let settings: ChatSettings = config.section("chat").expect("[chat]");
-    let loaded = load_plugins(&config, &settings).expect("plugins load");
-    let sessions = SessionManager::start(&config, None).await;
-    assert!(sessions.failures().is_empty(), "{:?}", sessions.failures());
-    let approver = Approver::new(&settings.approval, loaded.guards, None, true).unwrap();
     let script = script();
     let steps: Vec<&str> = script.iter().map(String::as_str).collect();
     let (backend, _seen) = scripted(&steps);
-    let mut engine = ChatEngine::new(backend, Arc::new(sessions), settings, approver);
-    if let Some(d) = loaded.detector {
-        engine = engine.with_detector_plugin(d);
-    }
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let outcome = engine
-        .turn("Echo hello", &tx, CancellationToken::new())
-        .await
-        .expect("turn");
-    drop(tx);
-    let mut events = Vec::new();
-    while let Some(e) = rx.recv().await {
-        events.push(e);
-    }
+    let grants = "[plugins.grants.hostile]\ncall_timeout_ms = 10000\n[plugins.grants.detector-tool-call]\ncall_timeout_ms = 10000";
+    let chat_toml = format!("tool_format = \"tool-call-json\"\n{chat_toml}");
+    let mut engine = fixture.chat(FIXTURE, grants, &chat_toml, backend).await;
+    let (outcome, events) = one_turn(&mut engine, "Echo hello").await;
     let history = engine.history().to_vec();
     let detector = engine.transcript().detector.clone();
     engine.into_sessions_shutdown().await;
@@ -88,16 +58,6 @@ async fn run(plugins: &[(&str, &str)], chat_toml: &str) -> Run {
         history,
         detector,
     }
-}
-
-fn notices(events: &[ChatEvent]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            ChatEvent::Notice { message } => Some(message.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn roles_and_text(history: &[Message]) -> Vec<(Role, String)> {
@@ -188,18 +148,7 @@ async fn a_detector_plugin_that_crashes_mid_answer_loses_and_repeats_nothing() {
 
 #[test]
 fn a_missing_detector_plugin_is_a_config_error_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let fixture = Fixture::new(&[]);
-    let toml = format!(
-        "[plugins]\ndirs = [{}]\ndefault_dir = false\n[chat]\ndetector = \"no-such-detector\"\n",
-        toml_str(&fixture.plugins.path().display().to_string()),
-    );
-    let config = load_config(dir.path(), &toml);
-    let settings: ChatSettings = config.section("chat").unwrap();
-    let err = match load_plugins(&config, &settings) {
-        Ok(_) => panic!("a missing detector plugin loaded"),
-        Err(e) => format!("{e:#}"),
-    };
+    let err = chat_plugins_error("detector = \"no-such-detector\"");
     assert!(
         err.contains("[chat] detector") && err.contains("no-such-detector"),
         "{err}"

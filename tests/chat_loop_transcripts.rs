@@ -67,18 +67,7 @@ fn call(name: &str, args: &str) -> String {
 }
 
 async fn turn(chat: &mut Chat, input: &str) -> (TurnOutcome, Vec<ChatEvent>) {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let outcome = chat
-        .engine
-        .turn(input, &tx, CancellationToken::new())
-        .await
-        .expect("turn failed");
-    drop(tx);
-    let mut events = Vec::new();
-    while let Some(e) = rx.recv().await {
-        events.push(e);
-    }
-    (outcome, events)
+    one_turn(&mut chat.engine, input).await
 }
 
 fn history(chat: &Chat) -> Vec<(Role, String)> {

@@ -83,4 +83,45 @@ impl Fixture {
     pub fn host(&self, extra: &str) -> PluginHost {
         PluginHost::new(self.config(extra)).expect("plugin host")
     }
+
+    /// A chat over the fixture MCP server `server_exe` (as `fx`, its `echo` tool only) whose
+    /// plugins come from this fixture's folder, with `[plugins]` grants `grants_toml` and
+    /// `[chat]` settings `chat_toml`; the guards, detector and converter those settings name
+    /// are attached, and every call is approved.
+    pub async fn chat(
+        &self,
+        server_exe: &str,
+        grants_toml: &str,
+        chat_toml: &str,
+        backend: rkmcp_llm::SharedBackend,
+    ) -> rkmcp::chat::ChatEngine {
+        use rkmcp_tests::{load_config, stdio_entry, toml_str};
+        let toml = format!(
+            "{}\n[plugins]\ndirs = [{}]\ndefault_dir = false\ncache_dir = {}\n{grants_toml}\n\n[chat]\n{chat_toml}\n",
+            stdio_entry("fx", server_exe, &[], "allow = [\"echo\"]"),
+            toml_str(&self.plugins.path().display().to_string()),
+            toml_str(&shared_cache().display().to_string()),
+        );
+        let config = load_config(self.data.path(), &toml);
+        let settings: rkmcp::chat::ChatSettings = config.section("chat").expect("[chat]");
+        let loaded = rkmcp::chat::start::load_plugins(&config, &settings).expect("plugins load");
+        let sessions = rkmcp::mcp::SessionManager::start(&config, None).await;
+        assert!(sessions.failures().is_empty(), "{:?}", sessions.failures());
+        let approver =
+            rkmcp::chat::approval::Approver::new(&settings.approval, loaded.guards, None, true)
+                .expect("approver");
+        let mut engine = rkmcp::chat::ChatEngine::new(
+            backend,
+            std::sync::Arc::new(sessions),
+            settings,
+            approver,
+        );
+        if let Some(d) = loaded.detector {
+            engine = engine.with_detector_plugin(d);
+        }
+        if let Some(c) = loaded.converter {
+            engine = engine.with_converter_plugin(c);
+        }
+        engine
+    }
 }

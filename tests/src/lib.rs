@@ -114,6 +114,53 @@ pub fn load_config(dir: &Path, toml: &str) -> rkmcp::config::Config {
     c
 }
 
+/// Runs one user turn of `engine` to its end; returns the outcome and every event it sent.
+pub async fn one_turn(
+    engine: &mut rkmcp::chat::ChatEngine,
+    input: &str,
+) -> (rkmcp::chat::TurnOutcome, Vec<rkmcp::chat::ChatEvent>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = engine
+        .turn(input, &tx, tokio_util::sync::CancellationToken::new())
+        .await
+        .expect("turn failed");
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    (outcome, events)
+}
+
+/// The notices among `events`.
+pub fn notices(events: &[rkmcp::chat::ChatEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            rkmcp::chat::ChatEvent::Notice { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The error of loading a chat's plugins with `[chat]` settings `chat_toml` from an empty plugin
+/// folder (a detector or converter the settings name is missing); panics if they load.
+pub fn chat_plugins_error(chat_toml: &str) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).expect("plugin folder");
+    let toml = format!(
+        "[plugins]\ndirs = [{}]\ndefault_dir = false\n[chat]\n{chat_toml}\n",
+        toml_str(&plugins.display().to_string()),
+    );
+    let config = load_config(dir.path(), &toml);
+    let settings: rkmcp::chat::ChatSettings = config.section("chat").expect("[chat]");
+    match rkmcp::chat::start::load_plugins(&config, &settings) {
+        Ok(_) => panic!("plugins that are not there loaded: {chat_toml}"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
 /// TOML string literal (paths may contain backslashes or quotes).
 pub fn toml_str(s: &str) -> String {
     toml_escape(s)
