@@ -415,6 +415,38 @@ fn plain_json_grammar_takes_objects_and_lists() {
 }
 
 #[test]
+fn a_tool_without_parameters_takes_only_empty_arguments() {
+    let tools: Vec<ToolDef> = serde_json::from_value(json!([
+        {"name": "no_params", "inputSchema": {"type": "object", "properties": {}}},
+        {"name": "closed", "inputSchema": {"type": "object", "additionalProperties": false}},
+        {"name": "free", "inputSchema": {"type": "object"}},
+        {"name": "open", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": true}},
+        {"name": "typed_extra", "inputSchema": {"type": "object", "additionalProperties": {"type": "string"}}}
+    ]))
+    .expect("tool defs");
+    let g =
+        Gbnf::parse(&gbnf_grammar(ToolFormat::Hermes, &tools).expect("grammar")).expect("parse");
+    let call = |name: &str, args: &str| {
+        format!(r#"<tool_call>{{"name": "{name}", "arguments": {args}}}</tool_call>"#)
+    };
+    for name in ["no_params", "closed", "free", "open", "typed_extra"] {
+        assert!(g.accepts(&call(name, "{}")), "{name}: {{}}");
+    }
+    for name in ["no_params", "closed"] {
+        assert!(
+            !g.accepts(&call(name, r#"{"answer": 17}"#)),
+            "{name}: extra key"
+        );
+    }
+    for name in ["free", "open", "typed_extra"] {
+        assert!(
+            g.accepts(&call(name, r#"{"answer": "17"}"#)),
+            "{name}: any key"
+        );
+    }
+}
+
+#[test]
 fn interpreter_self_check() {
     let g = Gbnf::parse("root ::= \"a\" [0-9]{1,2} (\"x\" | \"y\")* [^a] .\n").expect("parse");
     assert!(g.accepts("a1xyxbq"));

@@ -2,8 +2,15 @@
 //!
 //! Covers the subset tool schemas use in practice: object/properties/required, string, number,
 //! integer, boolean, null, enum, const, array/items, anyOf/oneOf and type lists. Anything else
-//! (`$ref`, `allOf`, patterns) falls back to "any JSON value" of the right shape, so the grammar
-//! may be looser than the schema but never rejects a valid call.
+//! (`$ref`, `allOf`, patterns) falls back to "any JSON value" of the right shape.
+//!
+//! Objects are closed: they take only their listed properties, and `"properties": {}` (or a bare
+//! `"additionalProperties": false`) means `{}`. Only an object schema that lists no properties and
+//! does not close itself, or opens itself with `additionalProperties`, takes any object. JSON
+//! Schema would allow extra keys, but tool authors list every parameter and extra keys are what a
+//! small model invents: given an open object for a tool without parameters, SmolLM2 wrote
+//! `{"answer_result": 17, …` until it ran out of tokens. Otherwise the grammar is looser than the
+//! schema, never stricter.
 
 use std::collections::HashSet;
 
@@ -194,12 +201,19 @@ impl Grammar {
     }
 
     fn object(&mut self, base: &str, obj: &serde_json::Map<String, Value>, depth: usize) -> String {
-        let Some(props) = obj
-            .get("properties")
-            .and_then(Value::as_object)
-            .filter(|p| !p.is_empty())
-        else {
-            return "object".into();
+        let open = matches!(
+            obj.get("additionalProperties"),
+            Some(Value::Bool(true) | Value::Object(_))
+        );
+        let declared = obj.get("properties").and_then(Value::as_object);
+        let closed = matches!(obj.get("additionalProperties"), Some(Value::Bool(false)));
+        let Some(props) = declared.filter(|p| !p.is_empty()) else {
+            // No parameters declared: `{}` when the schema says so, any object otherwise.
+            return if !open && (declared.is_some() || closed) {
+                self.add(base, "\"{\" ws \"}\"".to_string())
+            } else {
+                "object".into()
+            };
         };
         let required: Vec<&str> = obj
             .get("required")
