@@ -93,13 +93,17 @@ fn grammars(run: &Run) -> Vec<String> {
 }
 
 fn assert_call_ran(run: &Run) {
-    assert_eq!(
-        (run.outcome.rounds, run.outcome.tool_calls),
-        (2, 1),
-        "{:?}",
-        run.events
+    assert_one_call_then_answer(&run.outcome, &run.events, "The server said hello.");
+}
+
+/// [`run`] with the real default converter component, configured for `format`, as
+/// `[chat] converter`, over `[chat]` settings `chat_toml`.
+async fn run_default_converter(format: &str, chat_toml: &str, script: &[&str]) -> Run {
+    let grants = format!(
+        "[plugins.grants.{DEFAULT}]\ncall_timeout_ms = 10000\nconfig = {{ format = \"{format}\" }}"
     );
-    assert_eq!(run.outcome.answer, "The server said hello.");
+    let chat = format!("{chat_toml}\nconverter = \"{DEFAULT}\"");
+    run(&[(DEFAULT, DEFAULT)], &grants, &chat, script).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,16 +114,7 @@ async fn the_default_converter_component_gives_the_model_exactly_what_the_builti
     assert_call_ran(&builtin);
     assert_eq!(builtin.transcript.converter, None);
 
-    let grants = format!(
-        "[plugins.grants.{DEFAULT}]\ncall_timeout_ms = 10000\nconfig = {{ format = \"tool-call-json\" }}"
-    );
-    let plugin = run(
-        &[(DEFAULT, DEFAULT)],
-        &grants,
-        &format!("{chat}\nconverter = \"{DEFAULT}\""),
-        &script,
-    )
-    .await;
+    let plugin = run_default_converter("tool-call-json", chat, &script).await;
     assert_call_ran(&plugin);
     assert!(
         notices(&plugin.events).is_empty(),
@@ -245,16 +240,7 @@ async fn a_converter_plugin_that_fails_leaves_the_builtin_converter_in_charge() 
     let chat = "tool_format = \"tool-call-json\"";
     let builtin = run(&[], "", chat, &script).await;
     // A config the default converter refuses: every call it gets fails.
-    let grants = format!(
-        "[plugins.grants.{DEFAULT}]\ncall_timeout_ms = 10000\nconfig = {{ format = \"no-such-format\" }}"
-    );
-    let failed = run(
-        &[(DEFAULT, DEFAULT)],
-        &grants,
-        &format!("{chat}\nconverter = \"{DEFAULT}\""),
-        &script,
-    )
-    .await;
+    let failed = run_default_converter("no-such-format", chat, &script).await;
     assert_call_ran(&failed);
     let notices = notices(&failed.events);
     let on = |what: &str| {

@@ -25,8 +25,8 @@
 //! `plain` (no grammar), `answer` (grammar: call or answer, `tool_decision = "open"`; the
 //! default), `explicit` (grammar: name a tool or `answer_directly` first, `tool_decision =
 //! "explicit"`) or `required` (grammar: call only); a suffix `@N` shows only the N tools that best
-//! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default). `--limit N` takes N questions spread evenly over
-//! the set. Greedy decoding.
+//! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default). `--limit N` takes N
+//! questions spread evenly over the set. Greedy decoding.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -132,6 +132,17 @@ pub async fn one_turn(
     (outcome, events)
 }
 
+/// Asserts a turn ran one tool call in its first round and answered `answer` in the second
+/// (`events` are shown when it did not).
+pub fn assert_one_call_then_answer(
+    outcome: &rkmcp::chat::TurnOutcome,
+    events: &[rkmcp::chat::ChatEvent],
+    answer: &str,
+) {
+    assert_eq!((outcome.rounds, outcome.tool_calls), (2, 1), "{events:?}");
+    assert_eq!(outcome.answer, answer);
+}
+
 /// The notices among `events`.
 pub fn notices(events: &[rkmcp::chat::ChatEvent]) -> Vec<String> {
     events

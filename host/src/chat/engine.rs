@@ -111,6 +111,9 @@ pub struct ChatEngine {
     detector_plugin: Option<Detector>,
     /// `[chat] converter`: a schema-converter plugin used instead of the built-in converter.
     converter: Option<ConverterPlugin>,
+    /// How many tools each message shows (0: all): `tool_shortlist` resolved against the model
+    /// file's size once, when the chat starts.
+    shortlist_max: usize,
 }
 
 impl ChatEngine {
@@ -122,6 +125,8 @@ impl ChatEngine {
     ) -> ChatEngine {
         let info = backend.info().clone();
         let plan = ToolPlan::new(&settings, &info, Vec::new());
+        let model_bytes = std::fs::metadata(&info.model).ok().map(|m| m.len());
+        let shortlist_max = settings.tool_shortlist.resolve(model_bytes);
         let transcript = Transcript {
             model: info.model.display().to_string(),
             backend: info.backend.to_string(),
@@ -143,6 +148,7 @@ impl ChatEngine {
             calls_made: 0,
             detector_plugin: None,
             converter: None,
+            shortlist_max,
         };
         engine.refresh_tools();
         engine
@@ -272,10 +278,7 @@ impl ChatEngine {
             .iter()
             .any(|s| *s > 0.0);
         record.tools_match = self.plan.tools_match;
-        let model_bytes = std::fs::metadata(&self.backend.info().model)
-            .ok()
-            .map(|m| m.len());
-        let max = self.settings.tool_shortlist.resolve(model_bytes);
+        let max = self.shortlist_max;
         if max > 0 && self.plan.tools.len() > max {
             let ties = self.settings.tool_shortlist.keeps_ties();
             self.plan.tools = super::shortlist::shortlist(&query, &self.plan.tools, max, ties);

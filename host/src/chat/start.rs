@@ -95,6 +95,7 @@ fn without_servers(config: &Config) -> Config {
 }
 
 /// The plugins a chat uses, loaded from one plugin host.
+#[derive(Default)]
 pub struct ChatPlugins {
     /// `[chat.approval] guards`, in order.
     pub guards: Vec<ApprovalGuard>,
@@ -104,17 +105,14 @@ pub struct ChatPlugins {
     pub converter: Option<SchemaConverter>,
 }
 
-/// Loads the approval guards, the detector and the converter plugin the settings name. A plugin that cannot be
-/// loaded is a configuration error: running without a guard the user asked for would be unsafe,
-/// and a detector the user chose silently replaced would hide the problem.
+/// Loads the approval guards, the detector and the converter plugin the settings name. A plugin
+/// that cannot be loaded is a configuration error: running without a guard the user asked for
+/// would be unsafe, and a detector or converter the user chose silently replaced would hide the
+/// problem.
 pub fn load_plugins(config: &Config, settings: &ChatSettings) -> anyhow::Result<ChatPlugins> {
     let names = &settings.approval.guards;
     if names.is_empty() && settings.detector.is_none() && settings.converter.is_none() {
-        return Ok(ChatPlugins {
-            guards: Vec::new(),
-            detector: None,
-            converter: None,
-        });
+        return Ok(ChatPlugins::default());
     }
     let plugins: PluginsConfig = config.section("plugins")?;
     let host = PluginHost::new(plugins)?;
