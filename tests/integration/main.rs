@@ -21,3 +21,4 @@ mod chat_loop_transcripts;
 mod chat_real_model;
 
 mod cli_config_errors;
+mod first_run;
