@@ -82,7 +82,7 @@ fn the_quick_start_ask_uses_the_installed_detector_and_guard_plugins() {
         "the guard reviewed the call: {err}"
     );
     assert!(
-        !err.contains("built-in detector"),
+        !err.contains("detector plugin `detector-tool-call` failed"),
         "the detector plugin did not fall back: {err}"
     );
     assert!(stdout(&out).contains("+09:00"), "answer: {}", stdout(&out));
