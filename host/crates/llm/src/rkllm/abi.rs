@@ -141,19 +141,13 @@ impl Refusal {
                  model.rkllm_abi = \"1.3\" (or \"1.2\")"
             ),
             Refusal::Conflict { version, abi } => format!(
-                "{path} says it is RKLLM runtime {version} (layout {abi}) but {} rkllm_set_function_tools, \
-                 which releases {} {}; the file may be patched or mislabelled. {INSTALL_HINT}, or set \
+                "{path} says it is RKLLM runtime {version} but {}; the file may be patched or \
+                 mislabelled, and its struct layout cannot be trusted. {INSTALL_HINT}, or set \
                  model.rkllm_abi if you know its layout",
                 if abi.has_role() {
-                    "does not export"
+                    "does not export rkllm_set_function_tools, which every release since 1.2.1 has"
                 } else {
-                    "exports"
-                },
-                abi.releases(),
-                if abi.has_role() {
-                    "have"
-                } else {
-                    "do not have"
+                    "exports rkllm_set_function_tools, which 1.2.0 does not have"
                 },
             ),
             Refusal::Ambiguous => format!(
