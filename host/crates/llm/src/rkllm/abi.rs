@@ -4,9 +4,9 @@
 //! The policy is data: [`RELEASES`] lists every release whose `rkllm.h` was compared with
 //! `rkllm/rkllm.h` (the layout facts are in `tests/rkllm_ffi/layout.rs`), and [`choose`] turns
 //! what a library shows — the version string it carries, the optional symbols it exports — into a
-//! layout or a [`Refusal`]. One module per layout ([`v1_2_0`], [`v1_2_1`], [`v1_3_0`]) holds its
-//! `#[repr(C)]` calls and converts rkmcp's own [`InitParams`] / [`RunInput`] / [`ResultView`] at
-//! the boundary, so the backend sees one set of types whatever the release.
+//! layout or a [`Refusal`]. One module per layout (`v1_2_0`, `v1_2_1`, `v1_3_0`) holds its
+//! `#[repr(C)]` calls and converts rkmcp's own `InitParams` / `RunInput` / `ResultView` at the
+//! boundary, so the backend sees one set of types whatever the release.
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use crate::config::AbiSetting;
