@@ -2,9 +2,10 @@
 # rkmcp must build for aarch64-unknown-linux-gnu (Rockchip RK3588/RK3576 boards run RKLLM there).
 # The llama.cpp backend is left out of the cross build (feature `llama` off): the board uses the
 # NPU, and cross-building llama.cpp needs a C++ cross toolchain and doubles the build time.
-# Then, when qemu-user is installed, the RKLLM FFI tests (against the aarch64 TEST DOUBLE of
-# librkllmrt.so) run under emulation: the struct layouts and callbacks are checked on the real
-# target ABI.
+# Then, when qemu-user is installed, the RKLLM FFI tests run under emulation: the bindings against
+# the layout facts of every real release (tests/rkllm_ffi/layout.rs), and the whole FFI path
+# against the aarch64 TEST DOUBLE of librkllmrt.so, built once per layout (1.2.0, 1.2.1, 1.3.0; a
+# few seconds each), so struct layouts and callbacks are checked on the target's own C ABI.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"

@@ -1,5 +1,5 @@
-//! `rkmcp doctor` — which backends can run here: the llama.cpp build, the RKLLM runtime and its
-//! ABI, NPU device nodes, installed models.
+//! `rkmcp doctor` — which backends can run here: the llama.cpp build, the RKLLM runtime (its
+//! release and struct layout, or why it is refused), NPU device nodes, installed models.
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -86,10 +86,9 @@ pub async fn run(ctx: &Context, args: DoctorArgs) -> anyhow::Result<ExitCode> {
                     "backend rkllm (NPU)",
                     true,
                     format!(
-                        "{} · ABI {} · version {}{}",
+                        "{} · {}{}",
                         lib.path.display(),
-                        lib.abi,
-                        lib.version.as_deref().unwrap_or("unknown"),
+                        lib.describe(),
                         if lib.has_function_tools() {
                             " · function tools"
                         } else {

@@ -23,54 +23,6 @@ pub const RKLLM_CALLBACK_RELEASE: _bindgen_ty_1 = 2;
 pub type _bindgen_ty_1 = ::std::os::raw::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct RKLLMExtendParam {
-    pub base_domain_id: i32,
-    pub embed_flash: i8,
-    pub enabled_cpus_num: i8,
-    pub enabled_cpus_mask: u32,
-    pub n_batch: u8,
-    pub use_cross_attn: i8,
-    pub reserved: [u8; 104usize],
-}
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    ["Size of RKLLMExtendParam"][::std::mem::size_of::<RKLLMExtendParam>() - 120usize];
-    [
-        "Alignment of RKLLMExtendParam",
-    ][::std::mem::align_of::<RKLLMExtendParam>() - 4usize];
-    [
-        "Offset of field: RKLLMExtendParam::base_domain_id",
-    ][::std::mem::offset_of!(RKLLMExtendParam, base_domain_id) - 0usize];
-    [
-        "Offset of field: RKLLMExtendParam::embed_flash",
-    ][::std::mem::offset_of!(RKLLMExtendParam, embed_flash) - 4usize];
-    [
-        "Offset of field: RKLLMExtendParam::enabled_cpus_num",
-    ][::std::mem::offset_of!(RKLLMExtendParam, enabled_cpus_num) - 5usize];
-    [
-        "Offset of field: RKLLMExtendParam::enabled_cpus_mask",
-    ][::std::mem::offset_of!(RKLLMExtendParam, enabled_cpus_mask) - 8usize];
-    [
-        "Offset of field: RKLLMExtendParam::n_batch",
-    ][::std::mem::offset_of!(RKLLMExtendParam, n_batch) - 12usize];
-    [
-        "Offset of field: RKLLMExtendParam::use_cross_attn",
-    ][::std::mem::offset_of!(RKLLMExtendParam, use_cross_attn) - 13usize];
-    [
-        "Offset of field: RKLLMExtendParam::reserved",
-    ][::std::mem::offset_of!(RKLLMExtendParam, reserved) - 14usize];
-};
-impl Default for RKLLMExtendParam {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
 pub struct RKLLMLoraAdapter {
     pub lora_adapter_path: *const ::std::os::raw::c_char,
     pub lora_adapter_name: *const ::std::os::raw::c_char,
@@ -207,48 +159,6 @@ impl Default for RKLLMPromptCacheParam {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct RKLLMCrossAttnParam {
-    pub encoder_k_cache: *mut f32,
-    pub encoder_v_cache: *mut f32,
-    pub encoder_mask: *mut f32,
-    pub encoder_pos: *mut i32,
-    pub num_tokens: ::std::os::raw::c_int,
-}
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of RKLLMCrossAttnParam",
-    ][::std::mem::size_of::<RKLLMCrossAttnParam>() - 40usize];
-    [
-        "Alignment of RKLLMCrossAttnParam",
-    ][::std::mem::align_of::<RKLLMCrossAttnParam>() - 8usize];
-    [
-        "Offset of field: RKLLMCrossAttnParam::encoder_k_cache",
-    ][::std::mem::offset_of!(RKLLMCrossAttnParam, encoder_k_cache) - 0usize];
-    [
-        "Offset of field: RKLLMCrossAttnParam::encoder_v_cache",
-    ][::std::mem::offset_of!(RKLLMCrossAttnParam, encoder_v_cache) - 8usize];
-    [
-        "Offset of field: RKLLMCrossAttnParam::encoder_mask",
-    ][::std::mem::offset_of!(RKLLMCrossAttnParam, encoder_mask) - 16usize];
-    [
-        "Offset of field: RKLLMCrossAttnParam::encoder_pos",
-    ][::std::mem::offset_of!(RKLLMCrossAttnParam, encoder_pos) - 24usize];
-    [
-        "Offset of field: RKLLMCrossAttnParam::num_tokens",
-    ][::std::mem::offset_of!(RKLLMCrossAttnParam, num_tokens) - 32usize];
-};
-impl Default for RKLLMCrossAttnParam {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
 pub struct RKLLMResultLastHiddenLayer {
     pub hidden_states: *const f32,
     pub embd_size: ::std::os::raw::c_int,
@@ -305,6 +215,427 @@ const _: () = {
     ][::std::mem::offset_of!(RKLLMResultLogits, num_tokens) - 12usize];
 };
 impl Default for RKLLMResultLogits {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct RKLLMExtendParam_v1_2_0 {
+    pub base_domain_id: i32,
+    pub embed_flash: i8,
+    pub enabled_cpus_num: i8,
+    pub enabled_cpus_mask: u32,
+    pub reserved: [u8; 106usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of RKLLMExtendParam_v1_2_0",
+    ][::std::mem::size_of::<RKLLMExtendParam_v1_2_0>() - 120usize];
+    [
+        "Alignment of RKLLMExtendParam_v1_2_0",
+    ][::std::mem::align_of::<RKLLMExtendParam_v1_2_0>() - 4usize];
+    [
+        "Offset of field: RKLLMExtendParam_v1_2_0::base_domain_id",
+    ][::std::mem::offset_of!(RKLLMExtendParam_v1_2_0, base_domain_id) - 0usize];
+    [
+        "Offset of field: RKLLMExtendParam_v1_2_0::embed_flash",
+    ][::std::mem::offset_of!(RKLLMExtendParam_v1_2_0, embed_flash) - 4usize];
+    [
+        "Offset of field: RKLLMExtendParam_v1_2_0::enabled_cpus_num",
+    ][::std::mem::offset_of!(RKLLMExtendParam_v1_2_0, enabled_cpus_num) - 5usize];
+    [
+        "Offset of field: RKLLMExtendParam_v1_2_0::enabled_cpus_mask",
+    ][::std::mem::offset_of!(RKLLMExtendParam_v1_2_0, enabled_cpus_mask) - 8usize];
+    [
+        "Offset of field: RKLLMExtendParam_v1_2_0::reserved",
+    ][::std::mem::offset_of!(RKLLMExtendParam_v1_2_0, reserved) - 12usize];
+};
+impl Default for RKLLMExtendParam_v1_2_0 {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct RKLLMParam_v1_2_0 {
+    pub model_path: *const ::std::os::raw::c_char,
+    pub max_context_len: i32,
+    pub max_new_tokens: i32,
+    pub top_k: i32,
+    pub n_keep: i32,
+    pub top_p: f32,
+    pub temperature: f32,
+    pub repeat_penalty: f32,
+    pub frequency_penalty: f32,
+    pub presence_penalty: f32,
+    pub mirostat: i32,
+    pub mirostat_tau: f32,
+    pub mirostat_eta: f32,
+    pub skip_special_token: bool,
+    pub is_async: bool,
+    pub img_start: *const ::std::os::raw::c_char,
+    pub img_end: *const ::std::os::raw::c_char,
+    pub img_content: *const ::std::os::raw::c_char,
+    pub extend_param: RKLLMExtendParam_v1_2_0,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of RKLLMParam_v1_2_0"][::std::mem::size_of::<RKLLMParam_v1_2_0>() - 208usize];
+    [
+        "Alignment of RKLLMParam_v1_2_0",
+    ][::std::mem::align_of::<RKLLMParam_v1_2_0>() - 8usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::model_path",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, model_path) - 0usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::max_context_len",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, max_context_len) - 8usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::max_new_tokens",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, max_new_tokens) - 12usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::top_k",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, top_k) - 16usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::n_keep",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, n_keep) - 20usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::top_p",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, top_p) - 24usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::temperature",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, temperature) - 28usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::repeat_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, repeat_penalty) - 32usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::frequency_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, frequency_penalty) - 36usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::presence_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, presence_penalty) - 40usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::mirostat",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, mirostat) - 44usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::mirostat_tau",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, mirostat_tau) - 48usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::mirostat_eta",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, mirostat_eta) - 52usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::skip_special_token",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, skip_special_token) - 56usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::is_async",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, is_async) - 57usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::img_start",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, img_start) - 64usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::img_end",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, img_end) - 72usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::img_content",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, img_content) - 80usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_0::extend_param",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_0, extend_param) - 88usize];
+};
+impl Default for RKLLMParam_v1_2_0 {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct RKLLMMultiModalInput_v1_2_0 {
+    pub prompt: *mut ::std::os::raw::c_char,
+    pub image_embed: *mut f32,
+    pub n_image_tokens: usize,
+    pub n_image: usize,
+    pub image_width: usize,
+    pub image_height: usize,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of RKLLMMultiModalInput_v1_2_0",
+    ][::std::mem::size_of::<RKLLMMultiModalInput_v1_2_0>() - 48usize];
+    [
+        "Alignment of RKLLMMultiModalInput_v1_2_0",
+    ][::std::mem::align_of::<RKLLMMultiModalInput_v1_2_0>() - 8usize];
+    [
+        "Offset of field: RKLLMMultiModalInput_v1_2_0::prompt",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2_0, prompt) - 0usize];
+    [
+        "Offset of field: RKLLMMultiModalInput_v1_2_0::image_embed",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2_0, image_embed) - 8usize];
+    [
+        "Offset of field: RKLLMMultiModalInput_v1_2_0::n_image_tokens",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2_0, n_image_tokens) - 16usize];
+    [
+        "Offset of field: RKLLMMultiModalInput_v1_2_0::n_image",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2_0, n_image) - 24usize];
+    [
+        "Offset of field: RKLLMMultiModalInput_v1_2_0::image_width",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2_0, image_width) - 32usize];
+    [
+        "Offset of field: RKLLMMultiModalInput_v1_2_0::image_height",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2_0, image_height) - 40usize];
+};
+impl Default for RKLLMMultiModalInput_v1_2_0 {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct RKLLMInput_v1_2_0 {
+    pub input_type: RKLLMInputType,
+    pub __bindgen_anon_1: RKLLMInput_v1_2_0__bindgen_ty_1,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union RKLLMInput_v1_2_0__bindgen_ty_1 {
+    pub prompt_input: *const ::std::os::raw::c_char,
+    pub embed_input: RKLLMEmbedInput,
+    pub token_input: RKLLMTokenInput,
+    pub multimodal_input: RKLLMMultiModalInput_v1_2_0,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of RKLLMInput_v1_2_0__bindgen_ty_1",
+    ][::std::mem::size_of::<RKLLMInput_v1_2_0__bindgen_ty_1>() - 48usize];
+    [
+        "Alignment of RKLLMInput_v1_2_0__bindgen_ty_1",
+    ][::std::mem::align_of::<RKLLMInput_v1_2_0__bindgen_ty_1>() - 8usize];
+    [
+        "Offset of field: RKLLMInput_v1_2_0__bindgen_ty_1::prompt_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_0__bindgen_ty_1, prompt_input) - 0usize];
+    [
+        "Offset of field: RKLLMInput_v1_2_0__bindgen_ty_1::embed_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_0__bindgen_ty_1, embed_input) - 0usize];
+    [
+        "Offset of field: RKLLMInput_v1_2_0__bindgen_ty_1::token_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_0__bindgen_ty_1, token_input) - 0usize];
+    [
+        "Offset of field: RKLLMInput_v1_2_0__bindgen_ty_1::multimodal_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_0__bindgen_ty_1, multimodal_input)
+        - 0usize];
+};
+impl Default for RKLLMInput_v1_2_0__bindgen_ty_1 {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of RKLLMInput_v1_2_0"][::std::mem::size_of::<RKLLMInput_v1_2_0>() - 56usize];
+    [
+        "Alignment of RKLLMInput_v1_2_0",
+    ][::std::mem::align_of::<RKLLMInput_v1_2_0>() - 8usize];
+    [
+        "Offset of field: RKLLMInput_v1_2_0::input_type",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_0, input_type) - 0usize];
+};
+impl Default for RKLLMInput_v1_2_0 {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct RKLLMInferParam_v1_2_0 {
+    pub mode: RKLLMInferMode,
+    pub lora_params: *mut RKLLMLoraParam,
+    pub prompt_cache_params: *mut RKLLMPromptCacheParam,
+    pub keep_history: ::std::os::raw::c_int,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of RKLLMInferParam_v1_2_0",
+    ][::std::mem::size_of::<RKLLMInferParam_v1_2_0>() - 32usize];
+    [
+        "Alignment of RKLLMInferParam_v1_2_0",
+    ][::std::mem::align_of::<RKLLMInferParam_v1_2_0>() - 8usize];
+    [
+        "Offset of field: RKLLMInferParam_v1_2_0::mode",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_2_0, mode) - 0usize];
+    [
+        "Offset of field: RKLLMInferParam_v1_2_0::lora_params",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_2_0, lora_params) - 8usize];
+    [
+        "Offset of field: RKLLMInferParam_v1_2_0::prompt_cache_params",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_2_0, prompt_cache_params) - 16usize];
+    [
+        "Offset of field: RKLLMInferParam_v1_2_0::keep_history",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_2_0, keep_history) - 24usize];
+};
+impl Default for RKLLMInferParam_v1_2_0 {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct RKLLMResult_v1_2_0 {
+    pub text: *const ::std::os::raw::c_char,
+    pub token_id: i32,
+    pub last_hidden_layer: RKLLMResultLastHiddenLayer,
+    pub logits: RKLLMResultLogits,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of RKLLMResult_v1_2_0",
+    ][::std::mem::size_of::<RKLLMResult_v1_2_0>() - 48usize];
+    [
+        "Alignment of RKLLMResult_v1_2_0",
+    ][::std::mem::align_of::<RKLLMResult_v1_2_0>() - 8usize];
+    [
+        "Offset of field: RKLLMResult_v1_2_0::text",
+    ][::std::mem::offset_of!(RKLLMResult_v1_2_0, text) - 0usize];
+    [
+        "Offset of field: RKLLMResult_v1_2_0::token_id",
+    ][::std::mem::offset_of!(RKLLMResult_v1_2_0, token_id) - 8usize];
+    [
+        "Offset of field: RKLLMResult_v1_2_0::last_hidden_layer",
+    ][::std::mem::offset_of!(RKLLMResult_v1_2_0, last_hidden_layer) - 16usize];
+    [
+        "Offset of field: RKLLMResult_v1_2_0::logits",
+    ][::std::mem::offset_of!(RKLLMResult_v1_2_0, logits) - 32usize];
+};
+impl Default for RKLLMResult_v1_2_0 {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+pub type LLMResultCallback_v1_2_0 = ::std::option::Option<
+    unsafe extern "C" fn(
+        result: *mut RKLLMResult_v1_2_0,
+        userdata: *mut ::std::os::raw::c_void,
+        state: LLMCallState,
+    ),
+>;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct RKLLMExtendParam {
+    pub base_domain_id: i32,
+    pub embed_flash: i8,
+    pub enabled_cpus_num: i8,
+    pub enabled_cpus_mask: u32,
+    pub n_batch: u8,
+    pub use_cross_attn: i8,
+    pub reserved: [u8; 104usize],
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of RKLLMExtendParam"][::std::mem::size_of::<RKLLMExtendParam>() - 120usize];
+    [
+        "Alignment of RKLLMExtendParam",
+    ][::std::mem::align_of::<RKLLMExtendParam>() - 4usize];
+    [
+        "Offset of field: RKLLMExtendParam::base_domain_id",
+    ][::std::mem::offset_of!(RKLLMExtendParam, base_domain_id) - 0usize];
+    [
+        "Offset of field: RKLLMExtendParam::embed_flash",
+    ][::std::mem::offset_of!(RKLLMExtendParam, embed_flash) - 4usize];
+    [
+        "Offset of field: RKLLMExtendParam::enabled_cpus_num",
+    ][::std::mem::offset_of!(RKLLMExtendParam, enabled_cpus_num) - 5usize];
+    [
+        "Offset of field: RKLLMExtendParam::enabled_cpus_mask",
+    ][::std::mem::offset_of!(RKLLMExtendParam, enabled_cpus_mask) - 8usize];
+    [
+        "Offset of field: RKLLMExtendParam::n_batch",
+    ][::std::mem::offset_of!(RKLLMExtendParam, n_batch) - 12usize];
+    [
+        "Offset of field: RKLLMExtendParam::use_cross_attn",
+    ][::std::mem::offset_of!(RKLLMExtendParam, use_cross_attn) - 13usize];
+    [
+        "Offset of field: RKLLMExtendParam::reserved",
+    ][::std::mem::offset_of!(RKLLMExtendParam, reserved) - 14usize];
+};
+impl Default for RKLLMExtendParam {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct RKLLMCrossAttnParam {
+    pub encoder_k_cache: *mut f32,
+    pub encoder_v_cache: *mut f32,
+    pub encoder_mask: *mut f32,
+    pub encoder_pos: *mut i32,
+    pub num_tokens: ::std::os::raw::c_int,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of RKLLMCrossAttnParam",
+    ][::std::mem::size_of::<RKLLMCrossAttnParam>() - 40usize];
+    [
+        "Alignment of RKLLMCrossAttnParam",
+    ][::std::mem::align_of::<RKLLMCrossAttnParam>() - 8usize];
+    [
+        "Offset of field: RKLLMCrossAttnParam::encoder_k_cache",
+    ][::std::mem::offset_of!(RKLLMCrossAttnParam, encoder_k_cache) - 0usize];
+    [
+        "Offset of field: RKLLMCrossAttnParam::encoder_v_cache",
+    ][::std::mem::offset_of!(RKLLMCrossAttnParam, encoder_v_cache) - 8usize];
+    [
+        "Offset of field: RKLLMCrossAttnParam::encoder_mask",
+    ][::std::mem::offset_of!(RKLLMCrossAttnParam, encoder_mask) - 16usize];
+    [
+        "Offset of field: RKLLMCrossAttnParam::encoder_pos",
+    ][::std::mem::offset_of!(RKLLMCrossAttnParam, encoder_pos) - 24usize];
+    [
+        "Offset of field: RKLLMCrossAttnParam::num_tokens",
+    ][::std::mem::offset_of!(RKLLMCrossAttnParam, num_tokens) - 32usize];
+};
+impl Default for RKLLMCrossAttnParam {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -389,7 +720,7 @@ pub type LLMResultCallback = ::std::option::Option<
 >;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct RKLLMParam_v1_2 {
+pub struct RKLLMParam_v1_2_1 {
     pub model_path: *const ::std::os::raw::c_char,
     pub max_context_len: i32,
     pub max_new_tokens: i32,
@@ -412,113 +743,69 @@ pub struct RKLLMParam_v1_2 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of RKLLMParam_v1_2"][::std::mem::size_of::<RKLLMParam_v1_2>() - 208usize];
-    ["Alignment of RKLLMParam_v1_2"][::std::mem::align_of::<RKLLMParam_v1_2>() - 8usize];
+    ["Size of RKLLMParam_v1_2_1"][::std::mem::size_of::<RKLLMParam_v1_2_1>() - 208usize];
     [
-        "Offset of field: RKLLMParam_v1_2::model_path",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, model_path) - 0usize];
+        "Alignment of RKLLMParam_v1_2_1",
+    ][::std::mem::align_of::<RKLLMParam_v1_2_1>() - 8usize];
     [
-        "Offset of field: RKLLMParam_v1_2::max_context_len",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, max_context_len) - 8usize];
+        "Offset of field: RKLLMParam_v1_2_1::model_path",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, model_path) - 0usize];
     [
-        "Offset of field: RKLLMParam_v1_2::max_new_tokens",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, max_new_tokens) - 12usize];
+        "Offset of field: RKLLMParam_v1_2_1::max_context_len",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, max_context_len) - 8usize];
     [
-        "Offset of field: RKLLMParam_v1_2::top_k",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, top_k) - 16usize];
+        "Offset of field: RKLLMParam_v1_2_1::max_new_tokens",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, max_new_tokens) - 12usize];
     [
-        "Offset of field: RKLLMParam_v1_2::n_keep",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, n_keep) - 20usize];
+        "Offset of field: RKLLMParam_v1_2_1::top_k",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, top_k) - 16usize];
     [
-        "Offset of field: RKLLMParam_v1_2::top_p",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, top_p) - 24usize];
+        "Offset of field: RKLLMParam_v1_2_1::n_keep",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, n_keep) - 20usize];
     [
-        "Offset of field: RKLLMParam_v1_2::temperature",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, temperature) - 28usize];
+        "Offset of field: RKLLMParam_v1_2_1::top_p",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, top_p) - 24usize];
     [
-        "Offset of field: RKLLMParam_v1_2::repeat_penalty",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, repeat_penalty) - 32usize];
+        "Offset of field: RKLLMParam_v1_2_1::temperature",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, temperature) - 28usize];
     [
-        "Offset of field: RKLLMParam_v1_2::frequency_penalty",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, frequency_penalty) - 36usize];
+        "Offset of field: RKLLMParam_v1_2_1::repeat_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, repeat_penalty) - 32usize];
     [
-        "Offset of field: RKLLMParam_v1_2::presence_penalty",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, presence_penalty) - 40usize];
+        "Offset of field: RKLLMParam_v1_2_1::frequency_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, frequency_penalty) - 36usize];
     [
-        "Offset of field: RKLLMParam_v1_2::mirostat",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, mirostat) - 44usize];
+        "Offset of field: RKLLMParam_v1_2_1::presence_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, presence_penalty) - 40usize];
     [
-        "Offset of field: RKLLMParam_v1_2::mirostat_tau",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, mirostat_tau) - 48usize];
+        "Offset of field: RKLLMParam_v1_2_1::mirostat",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, mirostat) - 44usize];
     [
-        "Offset of field: RKLLMParam_v1_2::mirostat_eta",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, mirostat_eta) - 52usize];
+        "Offset of field: RKLLMParam_v1_2_1::mirostat_tau",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, mirostat_tau) - 48usize];
     [
-        "Offset of field: RKLLMParam_v1_2::skip_special_token",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, skip_special_token) - 56usize];
+        "Offset of field: RKLLMParam_v1_2_1::mirostat_eta",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, mirostat_eta) - 52usize];
     [
-        "Offset of field: RKLLMParam_v1_2::is_async",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, is_async) - 57usize];
+        "Offset of field: RKLLMParam_v1_2_1::skip_special_token",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, skip_special_token) - 56usize];
     [
-        "Offset of field: RKLLMParam_v1_2::img_start",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, img_start) - 64usize];
+        "Offset of field: RKLLMParam_v1_2_1::is_async",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, is_async) - 57usize];
     [
-        "Offset of field: RKLLMParam_v1_2::img_end",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, img_end) - 72usize];
+        "Offset of field: RKLLMParam_v1_2_1::img_start",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, img_start) - 64usize];
     [
-        "Offset of field: RKLLMParam_v1_2::img_content",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, img_content) - 80usize];
+        "Offset of field: RKLLMParam_v1_2_1::img_end",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, img_end) - 72usize];
     [
-        "Offset of field: RKLLMParam_v1_2::extend_param",
-    ][::std::mem::offset_of!(RKLLMParam_v1_2, extend_param) - 88usize];
+        "Offset of field: RKLLMParam_v1_2_1::img_content",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, img_content) - 80usize];
+    [
+        "Offset of field: RKLLMParam_v1_2_1::extend_param",
+    ][::std::mem::offset_of!(RKLLMParam_v1_2_1, extend_param) - 88usize];
 };
-impl Default for RKLLMParam_v1_2 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct RKLLMMultiModalInput_v1_2 {
-    pub prompt: *mut ::std::os::raw::c_char,
-    pub image_embed: *mut f32,
-    pub n_image_tokens: usize,
-    pub n_image: usize,
-    pub image_width: usize,
-    pub image_height: usize,
-}
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of RKLLMMultiModalInput_v1_2",
-    ][::std::mem::size_of::<RKLLMMultiModalInput_v1_2>() - 48usize];
-    [
-        "Alignment of RKLLMMultiModalInput_v1_2",
-    ][::std::mem::align_of::<RKLLMMultiModalInput_v1_2>() - 8usize];
-    [
-        "Offset of field: RKLLMMultiModalInput_v1_2::prompt",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2, prompt) - 0usize];
-    [
-        "Offset of field: RKLLMMultiModalInput_v1_2::image_embed",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2, image_embed) - 8usize];
-    [
-        "Offset of field: RKLLMMultiModalInput_v1_2::n_image_tokens",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2, n_image_tokens) - 16usize];
-    [
-        "Offset of field: RKLLMMultiModalInput_v1_2::n_image",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2, n_image) - 24usize];
-    [
-        "Offset of field: RKLLMMultiModalInput_v1_2::image_width",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2, image_width) - 32usize];
-    [
-        "Offset of field: RKLLMMultiModalInput_v1_2::image_height",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_2, image_height) - 40usize];
-};
-impl Default for RKLLMMultiModalInput_v1_2 {
+impl Default for RKLLMParam_v1_2_1 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -529,42 +816,43 @@ impl Default for RKLLMMultiModalInput_v1_2 {
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
-pub struct RKLLMInput_v1_2 {
+pub struct RKLLMInput_v1_2_1 {
     pub role: *const ::std::os::raw::c_char,
     pub enable_thinking: bool,
     pub input_type: RKLLMInputType,
-    pub __bindgen_anon_1: RKLLMInput_v1_2__bindgen_ty_1,
+    pub __bindgen_anon_1: RKLLMInput_v1_2_1__bindgen_ty_1,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
-pub union RKLLMInput_v1_2__bindgen_ty_1 {
+pub union RKLLMInput_v1_2_1__bindgen_ty_1 {
     pub prompt_input: *const ::std::os::raw::c_char,
     pub embed_input: RKLLMEmbedInput,
     pub token_input: RKLLMTokenInput,
-    pub multimodal_input: RKLLMMultiModalInput_v1_2,
+    pub multimodal_input: RKLLMMultiModalInput_v1_2_0,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
-        "Size of RKLLMInput_v1_2__bindgen_ty_1",
-    ][::std::mem::size_of::<RKLLMInput_v1_2__bindgen_ty_1>() - 48usize];
+        "Size of RKLLMInput_v1_2_1__bindgen_ty_1",
+    ][::std::mem::size_of::<RKLLMInput_v1_2_1__bindgen_ty_1>() - 48usize];
     [
-        "Alignment of RKLLMInput_v1_2__bindgen_ty_1",
-    ][::std::mem::align_of::<RKLLMInput_v1_2__bindgen_ty_1>() - 8usize];
+        "Alignment of RKLLMInput_v1_2_1__bindgen_ty_1",
+    ][::std::mem::align_of::<RKLLMInput_v1_2_1__bindgen_ty_1>() - 8usize];
     [
-        "Offset of field: RKLLMInput_v1_2__bindgen_ty_1::prompt_input",
-    ][::std::mem::offset_of!(RKLLMInput_v1_2__bindgen_ty_1, prompt_input) - 0usize];
+        "Offset of field: RKLLMInput_v1_2_1__bindgen_ty_1::prompt_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_1__bindgen_ty_1, prompt_input) - 0usize];
     [
-        "Offset of field: RKLLMInput_v1_2__bindgen_ty_1::embed_input",
-    ][::std::mem::offset_of!(RKLLMInput_v1_2__bindgen_ty_1, embed_input) - 0usize];
+        "Offset of field: RKLLMInput_v1_2_1__bindgen_ty_1::embed_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_1__bindgen_ty_1, embed_input) - 0usize];
     [
-        "Offset of field: RKLLMInput_v1_2__bindgen_ty_1::token_input",
-    ][::std::mem::offset_of!(RKLLMInput_v1_2__bindgen_ty_1, token_input) - 0usize];
+        "Offset of field: RKLLMInput_v1_2_1__bindgen_ty_1::token_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_1__bindgen_ty_1, token_input) - 0usize];
     [
-        "Offset of field: RKLLMInput_v1_2__bindgen_ty_1::multimodal_input",
-    ][::std::mem::offset_of!(RKLLMInput_v1_2__bindgen_ty_1, multimodal_input) - 0usize];
+        "Offset of field: RKLLMInput_v1_2_1__bindgen_ty_1::multimodal_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_1__bindgen_ty_1, multimodal_input)
+        - 0usize];
 };
-impl Default for RKLLMInput_v1_2__bindgen_ty_1 {
+impl Default for RKLLMInput_v1_2_1__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -575,57 +863,21 @@ impl Default for RKLLMInput_v1_2__bindgen_ty_1 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of RKLLMInput_v1_2"][::std::mem::size_of::<RKLLMInput_v1_2>() - 64usize];
-    ["Alignment of RKLLMInput_v1_2"][::std::mem::align_of::<RKLLMInput_v1_2>() - 8usize];
+    ["Size of RKLLMInput_v1_2_1"][::std::mem::size_of::<RKLLMInput_v1_2_1>() - 64usize];
     [
-        "Offset of field: RKLLMInput_v1_2::role",
-    ][::std::mem::offset_of!(RKLLMInput_v1_2, role) - 0usize];
+        "Alignment of RKLLMInput_v1_2_1",
+    ][::std::mem::align_of::<RKLLMInput_v1_2_1>() - 8usize];
     [
-        "Offset of field: RKLLMInput_v1_2::enable_thinking",
-    ][::std::mem::offset_of!(RKLLMInput_v1_2, enable_thinking) - 8usize];
+        "Offset of field: RKLLMInput_v1_2_1::role",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_1, role) - 0usize];
     [
-        "Offset of field: RKLLMInput_v1_2::input_type",
-    ][::std::mem::offset_of!(RKLLMInput_v1_2, input_type) - 12usize];
+        "Offset of field: RKLLMInput_v1_2_1::enable_thinking",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_1, enable_thinking) - 8usize];
+    [
+        "Offset of field: RKLLMInput_v1_2_1::input_type",
+    ][::std::mem::offset_of!(RKLLMInput_v1_2_1, input_type) - 12usize];
 };
-impl Default for RKLLMInput_v1_2 {
-    fn default() -> Self {
-        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
-        unsafe {
-            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
-            s.assume_init()
-        }
-    }
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct RKLLMInferParam_v1_2 {
-    pub mode: RKLLMInferMode,
-    pub lora_params: *mut RKLLMLoraParam,
-    pub prompt_cache_params: *mut RKLLMPromptCacheParam,
-    pub keep_history: ::std::os::raw::c_int,
-}
-#[allow(clippy::unnecessary_operation, clippy::identity_op)]
-const _: () = {
-    [
-        "Size of RKLLMInferParam_v1_2",
-    ][::std::mem::size_of::<RKLLMInferParam_v1_2>() - 32usize];
-    [
-        "Alignment of RKLLMInferParam_v1_2",
-    ][::std::mem::align_of::<RKLLMInferParam_v1_2>() - 8usize];
-    [
-        "Offset of field: RKLLMInferParam_v1_2::mode",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_2, mode) - 0usize];
-    [
-        "Offset of field: RKLLMInferParam_v1_2::lora_params",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_2, lora_params) - 8usize];
-    [
-        "Offset of field: RKLLMInferParam_v1_2::prompt_cache_params",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_2, prompt_cache_params) - 16usize];
-    [
-        "Offset of field: RKLLMInferParam_v1_2::keep_history",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_2, keep_history) - 24usize];
-};
-impl Default for RKLLMInferParam_v1_2 {
+impl Default for RKLLMInput_v1_2_1 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -696,7 +948,7 @@ impl Default for RKLLMCallback {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct RKLLMParam_v1_3 {
+pub struct RKLLMParam_v1_3_0 {
     pub model_path: *const ::std::os::raw::c_char,
     pub max_context_len: i32,
     pub max_new_tokens: i32,
@@ -717,61 +969,63 @@ pub struct RKLLMParam_v1_3 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of RKLLMParam_v1_3"][::std::mem::size_of::<RKLLMParam_v1_3>() - 184usize];
-    ["Alignment of RKLLMParam_v1_3"][::std::mem::align_of::<RKLLMParam_v1_3>() - 8usize];
+    ["Size of RKLLMParam_v1_3_0"][::std::mem::size_of::<RKLLMParam_v1_3_0>() - 184usize];
     [
-        "Offset of field: RKLLMParam_v1_3::model_path",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, model_path) - 0usize];
+        "Alignment of RKLLMParam_v1_3_0",
+    ][::std::mem::align_of::<RKLLMParam_v1_3_0>() - 8usize];
     [
-        "Offset of field: RKLLMParam_v1_3::max_context_len",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, max_context_len) - 8usize];
+        "Offset of field: RKLLMParam_v1_3_0::model_path",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, model_path) - 0usize];
     [
-        "Offset of field: RKLLMParam_v1_3::max_new_tokens",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, max_new_tokens) - 12usize];
+        "Offset of field: RKLLMParam_v1_3_0::max_context_len",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, max_context_len) - 8usize];
     [
-        "Offset of field: RKLLMParam_v1_3::top_k",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, top_k) - 16usize];
+        "Offset of field: RKLLMParam_v1_3_0::max_new_tokens",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, max_new_tokens) - 12usize];
     [
-        "Offset of field: RKLLMParam_v1_3::n_keep",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, n_keep) - 20usize];
+        "Offset of field: RKLLMParam_v1_3_0::top_k",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, top_k) - 16usize];
     [
-        "Offset of field: RKLLMParam_v1_3::top_p",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, top_p) - 24usize];
+        "Offset of field: RKLLMParam_v1_3_0::n_keep",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, n_keep) - 20usize];
     [
-        "Offset of field: RKLLMParam_v1_3::temperature",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, temperature) - 28usize];
+        "Offset of field: RKLLMParam_v1_3_0::top_p",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, top_p) - 24usize];
     [
-        "Offset of field: RKLLMParam_v1_3::repeat_penalty",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, repeat_penalty) - 32usize];
+        "Offset of field: RKLLMParam_v1_3_0::temperature",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, temperature) - 28usize];
     [
-        "Offset of field: RKLLMParam_v1_3::frequency_penalty",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, frequency_penalty) - 36usize];
+        "Offset of field: RKLLMParam_v1_3_0::repeat_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, repeat_penalty) - 32usize];
     [
-        "Offset of field: RKLLMParam_v1_3::presence_penalty",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, presence_penalty) - 40usize];
+        "Offset of field: RKLLMParam_v1_3_0::frequency_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, frequency_penalty) - 36usize];
     [
-        "Offset of field: RKLLMParam_v1_3::mirostat",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, mirostat) - 44usize];
+        "Offset of field: RKLLMParam_v1_3_0::presence_penalty",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, presence_penalty) - 40usize];
     [
-        "Offset of field: RKLLMParam_v1_3::mirostat_tau",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, mirostat_tau) - 48usize];
+        "Offset of field: RKLLMParam_v1_3_0::mirostat",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, mirostat) - 44usize];
     [
-        "Offset of field: RKLLMParam_v1_3::mirostat_eta",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, mirostat_eta) - 52usize];
+        "Offset of field: RKLLMParam_v1_3_0::mirostat_tau",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, mirostat_tau) - 48usize];
     [
-        "Offset of field: RKLLMParam_v1_3::skip_special_token",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, skip_special_token) - 56usize];
+        "Offset of field: RKLLMParam_v1_3_0::mirostat_eta",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, mirostat_eta) - 52usize];
     [
-        "Offset of field: RKLLMParam_v1_3::ignore_eos_token",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, ignore_eos_token) - 57usize];
+        "Offset of field: RKLLMParam_v1_3_0::skip_special_token",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, skip_special_token) - 56usize];
     [
-        "Offset of field: RKLLMParam_v1_3::is_async",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, is_async) - 58usize];
+        "Offset of field: RKLLMParam_v1_3_0::ignore_eos_token",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, ignore_eos_token) - 57usize];
     [
-        "Offset of field: RKLLMParam_v1_3::extend_param",
-    ][::std::mem::offset_of!(RKLLMParam_v1_3, extend_param) - 60usize];
+        "Offset of field: RKLLMParam_v1_3_0::is_async",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, is_async) - 58usize];
+    [
+        "Offset of field: RKLLMParam_v1_3_0::extend_param",
+    ][::std::mem::offset_of!(RKLLMParam_v1_3_0, extend_param) - 60usize];
 };
-impl Default for RKLLMParam_v1_3 {
+impl Default for RKLLMParam_v1_3_0 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -782,7 +1036,7 @@ impl Default for RKLLMParam_v1_3 {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct RKLLMImageInput_v1_3 {
+pub struct RKLLMImageInput_v1_3_0 {
     pub image_embed: *mut f32,
     pub n_image_tokens: usize,
     pub n_image: usize,
@@ -795,37 +1049,37 @@ pub struct RKLLMImageInput_v1_3 {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
-        "Size of RKLLMImageInput_v1_3",
-    ][::std::mem::size_of::<RKLLMImageInput_v1_3>() - 64usize];
+        "Size of RKLLMImageInput_v1_3_0",
+    ][::std::mem::size_of::<RKLLMImageInput_v1_3_0>() - 64usize];
     [
-        "Alignment of RKLLMImageInput_v1_3",
-    ][::std::mem::align_of::<RKLLMImageInput_v1_3>() - 8usize];
+        "Alignment of RKLLMImageInput_v1_3_0",
+    ][::std::mem::align_of::<RKLLMImageInput_v1_3_0>() - 8usize];
     [
-        "Offset of field: RKLLMImageInput_v1_3::image_embed",
-    ][::std::mem::offset_of!(RKLLMImageInput_v1_3, image_embed) - 0usize];
+        "Offset of field: RKLLMImageInput_v1_3_0::image_embed",
+    ][::std::mem::offset_of!(RKLLMImageInput_v1_3_0, image_embed) - 0usize];
     [
-        "Offset of field: RKLLMImageInput_v1_3::n_image_tokens",
-    ][::std::mem::offset_of!(RKLLMImageInput_v1_3, n_image_tokens) - 8usize];
+        "Offset of field: RKLLMImageInput_v1_3_0::n_image_tokens",
+    ][::std::mem::offset_of!(RKLLMImageInput_v1_3_0, n_image_tokens) - 8usize];
     [
-        "Offset of field: RKLLMImageInput_v1_3::n_image",
-    ][::std::mem::offset_of!(RKLLMImageInput_v1_3, n_image) - 16usize];
+        "Offset of field: RKLLMImageInput_v1_3_0::n_image",
+    ][::std::mem::offset_of!(RKLLMImageInput_v1_3_0, n_image) - 16usize];
     [
-        "Offset of field: RKLLMImageInput_v1_3::image_start",
-    ][::std::mem::offset_of!(RKLLMImageInput_v1_3, image_start) - 24usize];
+        "Offset of field: RKLLMImageInput_v1_3_0::image_start",
+    ][::std::mem::offset_of!(RKLLMImageInput_v1_3_0, image_start) - 24usize];
     [
-        "Offset of field: RKLLMImageInput_v1_3::image_end",
-    ][::std::mem::offset_of!(RKLLMImageInput_v1_3, image_end) - 32usize];
+        "Offset of field: RKLLMImageInput_v1_3_0::image_end",
+    ][::std::mem::offset_of!(RKLLMImageInput_v1_3_0, image_end) - 32usize];
     [
-        "Offset of field: RKLLMImageInput_v1_3::image_content",
-    ][::std::mem::offset_of!(RKLLMImageInput_v1_3, image_content) - 40usize];
+        "Offset of field: RKLLMImageInput_v1_3_0::image_content",
+    ][::std::mem::offset_of!(RKLLMImageInput_v1_3_0, image_content) - 40usize];
     [
-        "Offset of field: RKLLMImageInput_v1_3::image_width",
-    ][::std::mem::offset_of!(RKLLMImageInput_v1_3, image_width) - 48usize];
+        "Offset of field: RKLLMImageInput_v1_3_0::image_width",
+    ][::std::mem::offset_of!(RKLLMImageInput_v1_3_0, image_width) - 48usize];
     [
-        "Offset of field: RKLLMImageInput_v1_3::image_height",
-    ][::std::mem::offset_of!(RKLLMImageInput_v1_3, image_height) - 56usize];
+        "Offset of field: RKLLMImageInput_v1_3_0::image_height",
+    ][::std::mem::offset_of!(RKLLMImageInput_v1_3_0, image_height) - 56usize];
 };
-impl Default for RKLLMImageInput_v1_3 {
+impl Default for RKLLMImageInput_v1_3_0 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -836,7 +1090,7 @@ impl Default for RKLLMImageInput_v1_3 {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct RKLLMVideoInput_v1_3 {
+pub struct RKLLMVideoInput_v1_3_0 {
     pub video_embed: *mut f32,
     pub n_frame_tokens: usize,
     pub n_frame_per_video: usize,
@@ -850,40 +1104,40 @@ pub struct RKLLMVideoInput_v1_3 {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
-        "Size of RKLLMVideoInput_v1_3",
-    ][::std::mem::size_of::<RKLLMVideoInput_v1_3>() - 72usize];
+        "Size of RKLLMVideoInput_v1_3_0",
+    ][::std::mem::size_of::<RKLLMVideoInput_v1_3_0>() - 72usize];
     [
-        "Alignment of RKLLMVideoInput_v1_3",
-    ][::std::mem::align_of::<RKLLMVideoInput_v1_3>() - 8usize];
+        "Alignment of RKLLMVideoInput_v1_3_0",
+    ][::std::mem::align_of::<RKLLMVideoInput_v1_3_0>() - 8usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::video_embed",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, video_embed) - 0usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::video_embed",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, video_embed) - 0usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::n_frame_tokens",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, n_frame_tokens) - 8usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::n_frame_tokens",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, n_frame_tokens) - 8usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::n_frame_per_video",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, n_frame_per_video) - 16usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::n_frame_per_video",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, n_frame_per_video) - 16usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::n_video",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, n_video) - 24usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::n_video",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, n_video) - 24usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::video_start",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, video_start) - 32usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::video_start",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, video_start) - 32usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::video_end",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, video_end) - 40usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::video_end",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, video_end) - 40usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::video_content",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, video_content) - 48usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::video_content",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, video_content) - 48usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::frame_width",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, frame_width) - 56usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::frame_width",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, frame_width) - 56usize];
     [
-        "Offset of field: RKLLMVideoInput_v1_3::frame_height",
-    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3, frame_height) - 64usize];
+        "Offset of field: RKLLMVideoInput_v1_3_0::frame_height",
+    ][::std::mem::offset_of!(RKLLMVideoInput_v1_3_0, frame_height) - 64usize];
 };
-impl Default for RKLLMVideoInput_v1_3 {
+impl Default for RKLLMVideoInput_v1_3_0 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -894,30 +1148,30 @@ impl Default for RKLLMVideoInput_v1_3 {
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct RKLLMMultiModalInput_v1_3 {
+pub struct RKLLMMultiModalInput_v1_3_0 {
     pub prompt: *mut ::std::os::raw::c_char,
-    pub image: RKLLMImageInput_v1_3,
-    pub video: RKLLMVideoInput_v1_3,
+    pub image: RKLLMImageInput_v1_3_0,
+    pub video: RKLLMVideoInput_v1_3_0,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
-        "Size of RKLLMMultiModalInput_v1_3",
-    ][::std::mem::size_of::<RKLLMMultiModalInput_v1_3>() - 144usize];
+        "Size of RKLLMMultiModalInput_v1_3_0",
+    ][::std::mem::size_of::<RKLLMMultiModalInput_v1_3_0>() - 144usize];
     [
-        "Alignment of RKLLMMultiModalInput_v1_3",
-    ][::std::mem::align_of::<RKLLMMultiModalInput_v1_3>() - 8usize];
+        "Alignment of RKLLMMultiModalInput_v1_3_0",
+    ][::std::mem::align_of::<RKLLMMultiModalInput_v1_3_0>() - 8usize];
     [
-        "Offset of field: RKLLMMultiModalInput_v1_3::prompt",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_3, prompt) - 0usize];
+        "Offset of field: RKLLMMultiModalInput_v1_3_0::prompt",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_3_0, prompt) - 0usize];
     [
-        "Offset of field: RKLLMMultiModalInput_v1_3::image",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_3, image) - 8usize];
+        "Offset of field: RKLLMMultiModalInput_v1_3_0::image",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_3_0, image) - 8usize];
     [
-        "Offset of field: RKLLMMultiModalInput_v1_3::video",
-    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_3, video) - 72usize];
+        "Offset of field: RKLLMMultiModalInput_v1_3_0::video",
+    ][::std::mem::offset_of!(RKLLMMultiModalInput_v1_3_0, video) - 72usize];
 };
-impl Default for RKLLMMultiModalInput_v1_3 {
+impl Default for RKLLMMultiModalInput_v1_3_0 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -928,42 +1182,43 @@ impl Default for RKLLMMultiModalInput_v1_3 {
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
-pub struct RKLLMInput_v1_3 {
+pub struct RKLLMInput_v1_3_0 {
     pub role: *const ::std::os::raw::c_char,
     pub enable_thinking: bool,
     pub input_type: RKLLMInputType,
-    pub __bindgen_anon_1: RKLLMInput_v1_3__bindgen_ty_1,
+    pub __bindgen_anon_1: RKLLMInput_v1_3_0__bindgen_ty_1,
 }
 #[repr(C)]
 #[derive(Copy, Clone)]
-pub union RKLLMInput_v1_3__bindgen_ty_1 {
+pub union RKLLMInput_v1_3_0__bindgen_ty_1 {
     pub prompt_input: *const ::std::os::raw::c_char,
     pub embed_input: RKLLMEmbedInput,
     pub token_input: RKLLMTokenInput,
-    pub multimodal_input: RKLLMMultiModalInput_v1_3,
+    pub multimodal_input: RKLLMMultiModalInput_v1_3_0,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
-        "Size of RKLLMInput_v1_3__bindgen_ty_1",
-    ][::std::mem::size_of::<RKLLMInput_v1_3__bindgen_ty_1>() - 144usize];
+        "Size of RKLLMInput_v1_3_0__bindgen_ty_1",
+    ][::std::mem::size_of::<RKLLMInput_v1_3_0__bindgen_ty_1>() - 144usize];
     [
-        "Alignment of RKLLMInput_v1_3__bindgen_ty_1",
-    ][::std::mem::align_of::<RKLLMInput_v1_3__bindgen_ty_1>() - 8usize];
+        "Alignment of RKLLMInput_v1_3_0__bindgen_ty_1",
+    ][::std::mem::align_of::<RKLLMInput_v1_3_0__bindgen_ty_1>() - 8usize];
     [
-        "Offset of field: RKLLMInput_v1_3__bindgen_ty_1::prompt_input",
-    ][::std::mem::offset_of!(RKLLMInput_v1_3__bindgen_ty_1, prompt_input) - 0usize];
+        "Offset of field: RKLLMInput_v1_3_0__bindgen_ty_1::prompt_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_3_0__bindgen_ty_1, prompt_input) - 0usize];
     [
-        "Offset of field: RKLLMInput_v1_3__bindgen_ty_1::embed_input",
-    ][::std::mem::offset_of!(RKLLMInput_v1_3__bindgen_ty_1, embed_input) - 0usize];
+        "Offset of field: RKLLMInput_v1_3_0__bindgen_ty_1::embed_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_3_0__bindgen_ty_1, embed_input) - 0usize];
     [
-        "Offset of field: RKLLMInput_v1_3__bindgen_ty_1::token_input",
-    ][::std::mem::offset_of!(RKLLMInput_v1_3__bindgen_ty_1, token_input) - 0usize];
+        "Offset of field: RKLLMInput_v1_3_0__bindgen_ty_1::token_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_3_0__bindgen_ty_1, token_input) - 0usize];
     [
-        "Offset of field: RKLLMInput_v1_3__bindgen_ty_1::multimodal_input",
-    ][::std::mem::offset_of!(RKLLMInput_v1_3__bindgen_ty_1, multimodal_input) - 0usize];
+        "Offset of field: RKLLMInput_v1_3_0__bindgen_ty_1::multimodal_input",
+    ][::std::mem::offset_of!(RKLLMInput_v1_3_0__bindgen_ty_1, multimodal_input)
+        - 0usize];
 };
-impl Default for RKLLMInput_v1_3__bindgen_ty_1 {
+impl Default for RKLLMInput_v1_3_0__bindgen_ty_1 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -974,19 +1229,21 @@ impl Default for RKLLMInput_v1_3__bindgen_ty_1 {
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of RKLLMInput_v1_3"][::std::mem::size_of::<RKLLMInput_v1_3>() - 160usize];
-    ["Alignment of RKLLMInput_v1_3"][::std::mem::align_of::<RKLLMInput_v1_3>() - 8usize];
+    ["Size of RKLLMInput_v1_3_0"][::std::mem::size_of::<RKLLMInput_v1_3_0>() - 160usize];
     [
-        "Offset of field: RKLLMInput_v1_3::role",
-    ][::std::mem::offset_of!(RKLLMInput_v1_3, role) - 0usize];
+        "Alignment of RKLLMInput_v1_3_0",
+    ][::std::mem::align_of::<RKLLMInput_v1_3_0>() - 8usize];
     [
-        "Offset of field: RKLLMInput_v1_3::enable_thinking",
-    ][::std::mem::offset_of!(RKLLMInput_v1_3, enable_thinking) - 8usize];
+        "Offset of field: RKLLMInput_v1_3_0::role",
+    ][::std::mem::offset_of!(RKLLMInput_v1_3_0, role) - 0usize];
     [
-        "Offset of field: RKLLMInput_v1_3::input_type",
-    ][::std::mem::offset_of!(RKLLMInput_v1_3, input_type) - 12usize];
+        "Offset of field: RKLLMInput_v1_3_0::enable_thinking",
+    ][::std::mem::offset_of!(RKLLMInput_v1_3_0, enable_thinking) - 8usize];
+    [
+        "Offset of field: RKLLMInput_v1_3_0::input_type",
+    ][::std::mem::offset_of!(RKLLMInput_v1_3_0, input_type) - 12usize];
 };
-impl Default for RKLLMInput_v1_3 {
+impl Default for RKLLMInput_v1_3_0 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -1046,7 +1303,7 @@ const _: () = {
 };
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
-pub struct RKLLMInferParam_v1_3 {
+pub struct RKLLMInferParam_v1_3_0 {
     pub mode: RKLLMInferMode,
     pub lora_params: *mut RKLLMLoraParam,
     pub prompt_cache_params: *mut RKLLMPromptCacheParam,
@@ -1057,31 +1314,31 @@ pub struct RKLLMInferParam_v1_3 {
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     [
-        "Size of RKLLMInferParam_v1_3",
-    ][::std::mem::size_of::<RKLLMInferParam_v1_3>() - 40usize];
+        "Size of RKLLMInferParam_v1_3_0",
+    ][::std::mem::size_of::<RKLLMInferParam_v1_3_0>() - 40usize];
     [
-        "Alignment of RKLLMInferParam_v1_3",
-    ][::std::mem::align_of::<RKLLMInferParam_v1_3>() - 8usize];
+        "Alignment of RKLLMInferParam_v1_3_0",
+    ][::std::mem::align_of::<RKLLMInferParam_v1_3_0>() - 8usize];
     [
-        "Offset of field: RKLLMInferParam_v1_3::mode",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_3, mode) - 0usize];
+        "Offset of field: RKLLMInferParam_v1_3_0::mode",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_3_0, mode) - 0usize];
     [
-        "Offset of field: RKLLMInferParam_v1_3::lora_params",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_3, lora_params) - 8usize];
+        "Offset of field: RKLLMInferParam_v1_3_0::lora_params",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_3_0, lora_params) - 8usize];
     [
-        "Offset of field: RKLLMInferParam_v1_3::prompt_cache_params",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_3, prompt_cache_params) - 16usize];
+        "Offset of field: RKLLMInferParam_v1_3_0::prompt_cache_params",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_3_0, prompt_cache_params) - 16usize];
     [
-        "Offset of field: RKLLMInferParam_v1_3::sampling_params",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_3, sampling_params) - 24usize];
+        "Offset of field: RKLLMInferParam_v1_3_0::sampling_params",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_3_0, sampling_params) - 24usize];
     [
-        "Offset of field: RKLLMInferParam_v1_3::keep_history",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_3, keep_history) - 32usize];
+        "Offset of field: RKLLMInferParam_v1_3_0::keep_history",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_3_0, keep_history) - 32usize];
     [
-        "Offset of field: RKLLMInferParam_v1_3::max_new_tokens",
-    ][::std::mem::offset_of!(RKLLMInferParam_v1_3, max_new_tokens) - 36usize];
+        "Offset of field: RKLLMInferParam_v1_3_0::max_new_tokens",
+    ][::std::mem::offset_of!(RKLLMInferParam_v1_3_0, max_new_tokens) - 36usize];
 };
-impl Default for RKLLMInferParam_v1_3 {
+impl Default for RKLLMInferParam_v1_3_0 {
     fn default() -> Self {
         let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
         unsafe {
@@ -1090,44 +1347,77 @@ impl Default for RKLLMInferParam_v1_3 {
         }
     }
 }
-pub type rkllm_createDefaultParam_v1_2_fn = ::std::option::Option<
-    unsafe extern "C" fn() -> RKLLMParam_v1_2,
+pub type rkllm_createDefaultParam_v1_2_0_fn = ::std::option::Option<
+    unsafe extern "C" fn() -> RKLLMParam_v1_2_0,
 >;
-pub type rkllm_createDefaultParam_v1_3_fn = ::std::option::Option<
-    unsafe extern "C" fn() -> RKLLMParam_v1_3,
+pub type rkllm_createDefaultParam_v1_2_1_fn = ::std::option::Option<
+    unsafe extern "C" fn() -> RKLLMParam_v1_2_1,
 >;
-pub type rkllm_init_v1_2_fn = ::std::option::Option<
+pub type rkllm_createDefaultParam_v1_3_0_fn = ::std::option::Option<
+    unsafe extern "C" fn() -> RKLLMParam_v1_3_0,
+>;
+pub type rkllm_init_v1_2_0_fn = ::std::option::Option<
     unsafe extern "C" fn(
         handle: *mut LLMHandle,
-        param: *mut RKLLMParam_v1_2,
+        param: *mut RKLLMParam_v1_2_0,
+        callback: LLMResultCallback_v1_2_0,
+    ) -> ::std::os::raw::c_int,
+>;
+pub type rkllm_init_v1_2_1_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        handle: *mut LLMHandle,
+        param: *mut RKLLMParam_v1_2_1,
         callback: LLMResultCallback,
     ) -> ::std::os::raw::c_int,
 >;
-pub type rkllm_init_v1_3_fn = ::std::option::Option<
+pub type rkllm_init_v1_3_0_fn = ::std::option::Option<
     unsafe extern "C" fn(
         handle: *mut LLMHandle,
-        param: *mut RKLLMParam_v1_3,
+        param: *mut RKLLMParam_v1_3_0,
         callback: *mut RKLLMCallback,
     ) -> ::std::os::raw::c_int,
 >;
-pub type rkllm_run_v1_2_fn = ::std::option::Option<
+pub type rkllm_run_v1_2_0_fn = ::std::option::Option<
     unsafe extern "C" fn(
         handle: LLMHandle,
-        input: *mut RKLLMInput_v1_2,
-        infer_params: *mut RKLLMInferParam_v1_2,
+        input: *mut RKLLMInput_v1_2_0,
+        infer_params: *mut RKLLMInferParam_v1_2_0,
         userdata: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int,
 >;
-pub type rkllm_run_v1_3_fn = ::std::option::Option<
+pub type rkllm_run_v1_2_1_fn = ::std::option::Option<
     unsafe extern "C" fn(
         handle: LLMHandle,
-        input: *mut RKLLMInput_v1_3,
-        infer_params: *mut RKLLMInferParam_v1_3,
+        input: *mut RKLLMInput_v1_2_1,
+        infer_params: *mut RKLLMInferParam_v1_2_0,
         userdata: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int,
 >;
-pub type rkllm_run_async_v1_2_fn = rkllm_run_v1_2_fn;
-pub type rkllm_run_async_v1_3_fn = rkllm_run_v1_3_fn;
+pub type rkllm_run_v1_3_0_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        handle: LLMHandle,
+        input: *mut RKLLMInput_v1_3_0,
+        infer_params: *mut RKLLMInferParam_v1_3_0,
+        userdata: *mut ::std::os::raw::c_void,
+    ) -> ::std::os::raw::c_int,
+>;
+pub type rkllm_run_async_v1_2_0_fn = rkllm_run_v1_2_0_fn;
+pub type rkllm_run_async_v1_2_1_fn = rkllm_run_v1_2_1_fn;
+pub type rkllm_run_async_v1_3_0_fn = rkllm_run_v1_3_0_fn;
+pub type rkllm_clear_kv_cache_v1_2_0_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        handle: LLMHandle,
+        keep_system_prompt: ::std::os::raw::c_int,
+    ) -> ::std::os::raw::c_int,
+>;
+pub type rkllm_clear_kv_cache_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        handle: LLMHandle,
+        keep_system_prompt: ::std::os::raw::c_int,
+        start_pos: *mut ::std::os::raw::c_int,
+        end_pos: *mut ::std::os::raw::c_int,
+    ) -> ::std::os::raw::c_int,
+>;
 pub type rkllm_load_lora_fn = ::std::option::Option<
     unsafe extern "C" fn(
         handle: LLMHandle,
@@ -1152,26 +1442,18 @@ pub type rkllm_abort_fn = ::std::option::Option<
 pub type rkllm_is_running_fn = ::std::option::Option<
     unsafe extern "C" fn(handle: LLMHandle) -> ::std::os::raw::c_int,
 >;
-pub type rkllm_clear_kv_cache_fn = ::std::option::Option<
-    unsafe extern "C" fn(
-        handle: LLMHandle,
-        keep_system_prompt: ::std::os::raw::c_int,
-        start_pos: *mut ::std::os::raw::c_int,
-        end_pos: *mut ::std::os::raw::c_int,
-    ) -> ::std::os::raw::c_int,
->;
-pub type rkllm_get_kv_cache_size_fn = ::std::option::Option<
-    unsafe extern "C" fn(
-        handle: LLMHandle,
-        cache_sizes: *mut ::std::os::raw::c_int,
-    ) -> ::std::os::raw::c_int,
->;
 pub type rkllm_set_chat_template_fn = ::std::option::Option<
     unsafe extern "C" fn(
         handle: LLMHandle,
         system_prompt: *const ::std::os::raw::c_char,
         prompt_prefix: *const ::std::os::raw::c_char,
         prompt_postfix: *const ::std::os::raw::c_char,
+    ) -> ::std::os::raw::c_int,
+>;
+pub type rkllm_get_kv_cache_size_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        handle: LLMHandle,
+        cache_sizes: *mut ::std::os::raw::c_int,
     ) -> ::std::os::raw::c_int,
 >;
 pub type rkllm_set_function_tools_fn = ::std::option::Option<

@@ -32,7 +32,8 @@ impl std::str::FromStr for BackendKind {
 /// Which RKLLM C ABI the runtime library has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum AbiSetting {
-    /// Read the version string embedded in the library (see [`crate::rkllm::detect_abi`]).
+    /// Decide from the version string embedded in the library and the symbols it exports (see
+    /// [`crate::rkllm::abi::choose`]).
     #[default]
     #[serde(rename = "auto")]
     Auto,

@@ -5,18 +5,19 @@
 //! `/usr/lib`, `/usr/local/lib`, `/usr/lib/aarch64-linux-gnu`, `/lib`, `/opt/lib` and the
 //! directories of `LD_LIBRARY_PATH`, else whatever the dynamic loader finds by that name.
 //!
-//! # Choosing the ABI
-//! `rkllm_init` changed its third parameter in 1.3.0 (an `RKLLMCallback` struct instead of a
-//! function pointer) and several structs changed layout, so calling a library with the wrong ABI
-//! crashes. Both versions export the same symbol names, so the ABI is chosen by:
-//! 1. `model.rkllm_abi = "1.2"|"1.3"` (or `--rkllm-abi`) when set;
-//! 2. otherwise the version string the library carries — the runtime logs
-//!    `rkllm-runtime version: X.Y.Z` at start-up and that text is in the file; rkmcp reads it
-//!    without running any of the library's code. A bare `X.Y.Z` string is used when it is the
-//!    only 1.x version in the file;
-//! 3. otherwise loading fails and says to set `model.rkllm_abi`.
+//! # Choosing the layout
+//! Calling a library with the wrong struct layouts crashes or silently misreads fields, and the
+//! releases export the same symbol names, so [`abi::choose`] decides from:
+//! 1. `model.rkllm_abi = "1.2"|"1.3"` (or `--rkllm-abi`) when set ("1.2" is split into 1.2.0 and
+//!    1.2.1–1.2.3 by the symbols the library exports);
+//! 2. otherwise the version string the library carries (`rkllm-runtime version: X.Y.Z`, read from
+//!    the file without running its code), looked up in [`abi::RELEASES`] and checked against the
+//!    symbols (`rkllm_set_function_tools` exists from 1.2.1 on);
+//! 3. otherwise the symbols alone, which identify 1.2.0 but not 1.2.1–1.3.0 apart.
 //!
-//! 1.0/1.1 runtimes (callback returning void, different structs) are refused.
+//! Releases older than 1.2.0 and releases whose header has not been compared are refused with an
+//! error naming the version and what to install.
+
 use std::ffi::{CString, c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -27,323 +28,24 @@ use crate::backend::{
     AbortHandle, Backend, BackendInfo, Capabilities, FinishReason, GenerateRequest, Generation,
     Message, Role, Stats,
 };
-use crate::config::{AbiSetting, ModelConfig};
+use crate::config::ModelConfig;
 use crate::sys;
 use crate::template::ChatTemplate;
 use crate::text::{StopScanner, Utf8Assembler};
 
-/// The two supported C ABIs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Abi {
-    #[serde(rename = "1.2")]
-    V1_2,
-    #[serde(rename = "1.3")]
-    V1_3,
-}
+pub mod abi;
+mod library;
 
-impl std::fmt::Display for Abi {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Abi::V1_2 => "1.2",
-            Abi::V1_3 => "1.3",
-        })
-    }
-}
-
-const LIB_NAME: &str = "librkllmrt.so";
-const INSTALL_HINT: &str = "Install Rockchip's RKLLM runtime: copy librkllmrt.so from the rknn-llm release \
-(rkllm-runtime/Linux/librkllm_api/aarch64/) to /usr/lib, or point rkmcp at it with --rkllm-lib, RKLLM_LIB or \
-model.rkllm_lib";
-
-/// Library files to try, in order, for an explicit path (flag, env or config) or none.
-pub fn candidate_paths(explicit: Option<&Path>) -> Vec<PathBuf> {
-    if let Some(path) = explicit {
-        return vec![path.to_path_buf()];
-    }
-    if let Some(env) = std::env::var_os("RKLLM_LIB").filter(|v| !v.is_empty()) {
-        return vec![PathBuf::from(env)];
-    }
-    let mut dirs: Vec<PathBuf> = [
-        "/usr/lib",
-        "/usr/local/lib",
-        "/usr/lib/aarch64-linux-gnu",
-        "/lib",
-        "/opt/lib",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect();
-    if let Some(ld) = std::env::var_os("LD_LIBRARY_PATH") {
-        dirs.extend(std::env::split_paths(&ld).filter(|p| !p.as_os_str().is_empty()));
-    }
-    dirs.into_iter().map(|d| d.join(LIB_NAME)).collect()
-}
-
-/// The library file to open: the first candidate that exists.
-pub fn find_library(explicit: Option<&Path>) -> Result<PathBuf, LlmError> {
-    let candidates = candidate_paths(explicit);
-    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
-        return Ok(found.clone());
-    }
-    let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
-    Err(LlmError::RkllmLibrary(format!(
-        "the RKLLM runtime was not found; tried: {}. {INSTALL_HINT}",
-        tried.join(", ")
-    )))
-}
-
-/// Reads the runtime version embedded in the library file (see the module docs).
-pub fn detect_version(path: &Path) -> Result<Option<String>, std::io::Error> {
-    let bytes = std::fs::read(path)?;
-    let strings = printable_strings(&bytes);
-    const MARKER: &str = "rkllm-runtime version";
-    for s in &strings {
-        if let Some(pos) = s.find(MARKER) {
-            let rest = s[pos + MARKER.len()..].trim_start_matches([':', ' ', 'v']);
-            if let Some(v) = leading_version(rest) {
-                return Ok(Some(v));
-            }
-        }
-    }
-    // The marker may be a format string ("…version: %s") with the number stored on its own.
-    let mut bare: Vec<String> = strings
-        .iter()
-        .filter_map(|s| {
-            let s = s.trim().trim_start_matches('v');
-            (leading_version(s).as_deref() == Some(s) && s.starts_with("1.")).then(|| s.to_string())
-        })
-        .collect();
-    bare.sort();
-    bare.dedup_by(|a, b| major_minor(a) == major_minor(b));
-    Ok(if bare.len() == 1 { bare.pop() } else { None })
-}
-
-fn printable_strings(bytes: &[u8]) -> Vec<&str> {
-    bytes
-        .split(|b| !(0x20..0x7f).contains(b))
-        .filter(|s| s.len() >= 5)
-        .filter_map(|s| std::str::from_utf8(s).ok())
-        .collect()
-}
-
-/// `X.Y.Z` at the start of `s` (digits only).
-fn leading_version(s: &str) -> Option<String> {
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let v = s[..end].trim_end_matches('.');
-    let parts: Vec<&str> = v.split('.').collect();
-    (parts.len() == 3 && parts.iter().all(|p| !p.is_empty())).then(|| v.to_string())
-}
-
-fn major_minor(v: &str) -> (u32, u32) {
-    let mut it = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    (it.next().unwrap_or(0), it.next().unwrap_or(0))
-}
-
-/// The ABI for `path` given the configured setting.
-pub fn detect_abi(path: &Path, setting: AbiSetting) -> Result<(Abi, Option<String>), LlmError> {
-    let version = detect_version(path)
-        .map_err(|e| LlmError::RkllmLibrary(format!("cannot read {}: {e}", path.display())))?;
-    let abi = match setting {
-        AbiSetting::V1_2 => Abi::V1_2,
-        AbiSetting::V1_3 => Abi::V1_3,
-        AbiSetting::Auto => match version.as_deref().map(major_minor) {
-            Some((1, 2)) => Abi::V1_2,
-            Some((1, m)) if m >= 3 => Abi::V1_3,
-            Some(_) => {
-                return Err(LlmError::RkllmLibrary(format!(
-                    "{} is RKLLM runtime {}; rkmcp supports the 1.2 and 1.3 ABIs. Install runtime 1.2.x or 1.3.x, \
-                     or set model.rkllm_abi if you know the ABI matches",
-                    path.display(),
-                    version.as_deref().unwrap_or("?")
-                )));
-            }
-            None => {
-                return Err(LlmError::RkllmLibrary(format!(
-                    "cannot tell which RKLLM ABI {} has (no `rkllm-runtime version` string in it). Set \
-                     model.rkllm_abi = \"1.2\" or \"1.3\" (or --rkllm-abi) to the version you installed",
-                    path.display()
-                )));
-            }
-        },
-    };
-    Ok((abi, version))
-}
-
-enum Init {
-    V1_2(
-        unsafe extern "C" fn(
-            *mut sys::LLMHandle,
-            *mut sys::RKLLMParam_v1_2,
-            sys::LLMResultCallback,
-        ) -> c_int,
-    ),
-    V1_3(
-        unsafe extern "C" fn(
-            *mut sys::LLMHandle,
-            *mut sys::RKLLMParam_v1_3,
-            *mut sys::RKLLMCallback,
-        ) -> c_int,
-    ),
-}
-
-enum CreateDefault {
-    V1_2(unsafe extern "C" fn() -> sys::RKLLMParam_v1_2),
-    V1_3(unsafe extern "C" fn() -> sys::RKLLMParam_v1_3),
-}
-
-enum Run {
-    V1_2(
-        unsafe extern "C" fn(
-            sys::LLMHandle,
-            *mut sys::RKLLMInput_v1_2,
-            *mut sys::RKLLMInferParam_v1_2,
-            *mut c_void,
-        ) -> c_int,
-    ),
-    V1_3(
-        unsafe extern "C" fn(
-            sys::LLMHandle,
-            *mut sys::RKLLMInput_v1_3,
-            *mut sys::RKLLMInferParam_v1_3,
-            *mut c_void,
-        ) -> c_int,
-    ),
-}
-
-type HandleFn = unsafe extern "C" fn(sys::LLMHandle) -> c_int;
-type ClearKvFn = unsafe extern "C" fn(sys::LLMHandle, c_int, *mut c_int, *mut c_int) -> c_int;
-type ThreeStrFn = unsafe extern "C" fn(
-    sys::LLMHandle,
-    *const std::ffi::c_char,
-    *const std::ffi::c_char,
-    *const std::ffi::c_char,
-) -> c_int;
-
-/// An opened `librkllmrt.so` with its functions resolved for one ABI.
-pub struct RkllmLibrary {
-    pub path: PathBuf,
-    pub abi: Abi,
-    pub version: Option<String>,
-    create_default: CreateDefault,
-    init: Init,
-    run: Run,
-    abort: HandleFn,
-    destroy: HandleFn,
-    is_running: Option<HandleFn>,
-    clear_kv_cache: Option<ClearKvFn>,
-    set_chat_template: Option<ThreeStrFn>,
-    set_function_tools: Option<ThreeStrFn>,
-    // Declared last: dropped after the function pointers above, which point into it.
-    _lib: libloading::Library,
-}
-
-impl std::fmt::Debug for RkllmLibrary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RkllmLibrary")
-            .field("path", &self.path)
-            .field("abi", &self.abi)
-            .finish()
-    }
-}
-
-const REQUIRED: [&str; 5] = [
-    "rkllm_createDefaultParam",
-    "rkllm_init",
-    "rkllm_run",
-    "rkllm_abort",
-    "rkllm_destroy",
-];
-
-impl RkllmLibrary {
-    /// Opens the library at `path` (see [`find_library`]) with the ABI from `setting`.
-    pub fn open(path: &Path, setting: AbiSetting) -> Result<Self, LlmError> {
-        if !path.is_file() {
-            return Err(LlmError::RkllmLibrary(format!(
-                "{} does not exist. {INSTALL_HINT}",
-                path.display()
-            )));
-        }
-        // SAFETY: loading runs the library's initialisers; the user chose this file as the RKLLM
-        // runtime. There is no way to load native code without trusting it.
-        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| {
-            LlmError::RkllmLibrary(format!(
-                "cannot load {}: {e}. {INSTALL_HINT}",
-                path.display()
-            ))
-        })?;
-        let missing: Vec<&str> = REQUIRED
-            .iter()
-            .copied()
-            // SAFETY: only checks that the symbol exists; the pointer is not used.
-            .filter(|name| unsafe { lib.get::<*const c_void>(name.as_bytes()) }.is_err())
-            .collect();
-        if !missing.is_empty() {
-            return Err(LlmError::RkllmLibrary(format!(
-                "{} is not the RKLLM runtime: it does not export {}. {INSTALL_HINT}",
-                path.display(),
-                missing.join(", ")
-            )));
-        }
-        let (abi, version) = detect_abi(path, setting)?;
-
-        // SAFETY (all lookups below): the names are the RKLLM API and the types come from our
-        // header for the ABI chosen above; a wrong ABI is what the detection guards against.
-        unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
-            unsafe { lib.get::<T>(name.as_bytes()).ok().map(|s| *s) }
-        }
-        let required = |name: &str| {
-            LlmError::RkllmLibrary(format!("{}: symbol {name} vanished", path.display()))
-        };
-        unsafe {
-            let (create_default, init, run) = match abi {
-                Abi::V1_2 => (
-                    CreateDefault::V1_2(
-                        sym(&lib, "rkllm_createDefaultParam")
-                            .ok_or_else(|| required("rkllm_createDefaultParam"))?,
-                    ),
-                    Init::V1_2(sym(&lib, "rkllm_init").ok_or_else(|| required("rkllm_init"))?),
-                    Run::V1_2(sym(&lib, "rkllm_run").ok_or_else(|| required("rkllm_run"))?),
-                ),
-                Abi::V1_3 => (
-                    CreateDefault::V1_3(
-                        sym(&lib, "rkllm_createDefaultParam")
-                            .ok_or_else(|| required("rkllm_createDefaultParam"))?,
-                    ),
-                    Init::V1_3(sym(&lib, "rkllm_init").ok_or_else(|| required("rkllm_init"))?),
-                    Run::V1_3(sym(&lib, "rkllm_run").ok_or_else(|| required("rkllm_run"))?),
-                ),
-            };
-            Ok(Self {
-                path: path.to_path_buf(),
-                abi,
-                version,
-                create_default,
-                init,
-                run,
-                abort: sym(&lib, "rkllm_abort").ok_or_else(|| required("rkllm_abort"))?,
-                destroy: sym(&lib, "rkllm_destroy").ok_or_else(|| required("rkllm_destroy"))?,
-                is_running: sym(&lib, "rkllm_is_running"),
-                clear_kv_cache: sym(&lib, "rkllm_clear_kv_cache"),
-                set_chat_template: sym(&lib, "rkllm_set_chat_template"),
-                set_function_tools: sym(&lib, "rkllm_set_function_tools"),
-                _lib: lib,
-            })
-        }
-    }
-
-    pub fn has_function_tools(&self) -> bool {
-        self.set_function_tools.is_some()
-    }
-}
+pub use abi::{Abi, RELEASES, Refusal, Symbols};
+use abi::{InitParams, ResultSink, ResultView, RunInput};
+pub use library::{RkllmLibrary, candidate_paths, detect_version, find_library};
 
 /// A live `LLMHandle`. Destroyed on drop.
 struct Session {
     lib: Arc<RkllmLibrary>,
     handle: sys::LLMHandle,
-    /// 1.3 may keep the pointer it got in `rkllm_init`: the struct lives as long as the handle.
-    _callbacks: Option<Box<sys::RKLLMCallback>>,
+    /// What `rkllm_init` may keep a pointer to (1.3.0's callback struct) lives as long as the handle.
+    _keep_alive: abi::KeepAlive,
     /// Serialises runs and destruction against `rkllm_abort` calls from other threads.
     running: Mutex<()>,
 }
@@ -359,10 +61,14 @@ impl Session {
         unsafe { (self.lib.abort)(self.handle) };
     }
 
-    /// Whether the runtime reports a run in progress (`rkllm_is_running` returns 0 then).
+    /// Whether the runtime reports a run in progress (what `rkllm_is_running` returns then
+    /// depends on the release).
     fn is_running(&self) -> Option<bool> {
+        let running = self.lib.functions.running_code();
         // SAFETY: the handle is alive as long as `self`.
-        self.lib.is_running.map(|f| unsafe { f(self.handle) } == 0)
+        self.lib
+            .is_running
+            .map(|f| unsafe { f(self.handle) } == running)
     }
 }
 
@@ -408,59 +114,56 @@ impl RunState<'_> {
     }
 }
 
-/// The result callback: runs on a runtime thread while `rkllm_run` blocks the calling thread.
-unsafe extern "C" fn result_callback(
-    result: *mut sys::RKLLMResult,
-    userdata: *mut c_void,
-    state: sys::LLMCallState,
-) -> c_int {
-    if userdata.is_null() {
-        return sys::RKLLM_CALLBACK_CONTINUE as c_int;
-    }
-    // Unwinding out of an extern "C" function aborts the process: contain any panic here.
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: userdata is the `RunState` that `generate` passed to rkllm_run, alive and not
-        // otherwise accessed until rkllm_run returns; callbacks for one run do not overlap.
-        let run = unsafe { &mut *(userdata as *mut RunState<'_>) };
-        // SAFETY: the runtime passes a valid result (or null) for the duration of the call.
-        let result = unsafe { result.as_ref() };
-        let bytes = result
-            .filter(|r| !r.text.is_null())
-            // SAFETY: `text` is a NUL-terminated string owned by the runtime during the call.
-            .map(|r| unsafe { std::ffi::CStr::from_ptr(r.text) }.to_bytes())
-            .unwrap_or_default();
-        match state {
-            sys::RKLLM_RUN_NORMAL | sys::RKLLM_RUN_WAITING => {
-                run.callbacks += 1;
-                // WAITING carries the first bytes of a character split over tokens: they are
-                // kept by the assembler until the rest arrives.
-                let text = run.utf8.push(bytes);
-                run.deliver(&text);
-                if state == sys::RKLLM_RUN_NORMAL
-                    && run.finish.is_none()
-                    && run.callbacks >= run.max_new_tokens
-                {
-                    run.finish = Some(FinishReason::MaxTokens);
-                    run.session.abort();
-                }
-            }
-            sys::RKLLM_RUN_FINISH => {
-                if let Some(r) = result {
-                    run.perf = Some(r.perf);
-                }
-                let rest = run.utf8.finish();
-                run.deliver(&rest);
-                let held = run.stop.finish();
-                run.deliver(&held);
-            }
-            sys::RKLLM_RUN_ERROR => run.error = true,
-            _ => {}
+/// Receives the result callbacks of `generate`; each layout's trampoline converts its result
+/// struct into a [`ResultView`] first.
+struct RunSink;
+
+impl ResultSink for RunSink {
+    /// Runs on a runtime thread while `rkllm_run` blocks the calling thread.
+    unsafe fn on_result(
+        userdata: *mut c_void,
+        result: Option<ResultView<'_>>,
+        state: sys::LLMCallState,
+    ) {
+        if userdata.is_null() {
+            return;
         }
-    }));
-    if outcome.is_err() {
-        tracing::error!("panic in the RKLLM result callback");
+        // Unwinding out of an extern "C" function aborts the process: contain any panic here.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: userdata is the `RunState` that `generate` passed to rkllm_run, alive and
+            // not otherwise accessed until rkllm_run returns; callbacks for one run do not overlap.
+            let run = unsafe { &mut *(userdata as *mut RunState<'_>) };
+            let bytes = result.map(|r| r.text).unwrap_or_default();
+            match state {
+                sys::RKLLM_RUN_NORMAL | sys::RKLLM_RUN_WAITING => {
+                    run.callbacks += 1;
+                    // WAITING carries the first bytes of a character split over tokens: they are
+                    // kept by the assembler until the rest arrives.
+                    let text = run.utf8.push(bytes);
+                    run.deliver(&text);
+                    if state == sys::RKLLM_RUN_NORMAL
+                        && run.finish.is_none()
+                        && run.callbacks >= run.max_new_tokens
+                    {
+                        run.finish = Some(FinishReason::MaxTokens);
+                        run.session.abort();
+                    }
+                }
+                sys::RKLLM_RUN_FINISH => {
+                    run.perf = result.and_then(|r| r.perf);
+                    let rest = run.utf8.finish();
+                    run.deliver(&rest);
+                    let held = run.stop.finish();
+                    run.deliver(&held);
+                }
+                sys::RKLLM_RUN_ERROR => run.error = true,
+                _ => {}
+            }
+        }));
+        if outcome.is_err() {
+            tracing::error!("panic in the RKLLM result callback");
+        }
     }
-    sys::RKLLM_CALLBACK_CONTINUE as c_int
 }
 
 /// The RKLLM backend.
@@ -507,57 +210,34 @@ impl RkllmBackend {
         })?;
         let ctx = config.context_length.unwrap_or(4096).min(i32::MAX as u32) as i32;
         let s = &config.sampling;
-        macro_rules! fill {
-            ($p:expr) => {{
-                $p.model_path = model_c.as_ptr();
-                $p.max_context_len = ctx;
-                $p.max_new_tokens = config.max_new_tokens.min(i32::MAX as u32) as i32;
-                $p.top_k = if s.is_greedy() { 1 } else { s.top_k };
-                $p.top_p = s.top_p;
-                $p.temperature = if s.is_greedy() { 0.0 } else { s.temperature };
-                $p.repeat_penalty = s.repeat_penalty;
-                $p.frequency_penalty = s.frequency_penalty;
-                $p.presence_penalty = s.presence_penalty;
-                $p.skip_special_token = true;
-                $p.is_async = false;
-            }};
-        }
-        let mut handle: sys::LLMHandle = std::ptr::null_mut();
-        let mut callbacks = None;
-        // SAFETY: the param structs come from the library's own defaults for the detected ABI;
-        // `model_c` outlives the call; the callback struct (1.3) lives as long as the session.
-        let rc = unsafe {
-            match (&lib.create_default, &lib.init) {
-                (CreateDefault::V1_2(create), Init::V1_2(init)) => {
-                    let mut p = create();
-                    fill!(p);
-                    init(&mut handle, &mut p, Some(result_callback))
-                }
-                (CreateDefault::V1_3(create), Init::V1_3(init)) => {
-                    let mut p = create();
-                    fill!(p);
-                    let cb = callbacks.insert(Box::new(sys::RKLLMCallback {
-                        result_callback: Some(result_callback),
-                        ..Default::default()
-                    }));
-                    init(&mut handle, &mut p, &mut **cb)
-                }
-                _ => unreachable!("functions are resolved for one ABI"),
-            }
+        let params = InitParams {
+            model_path: &model_c,
+            max_context_len: ctx,
+            max_new_tokens: config.max_new_tokens.min(i32::MAX as u32) as i32,
+            top_k: if s.is_greedy() { 1 } else { s.top_k },
+            top_p: s.top_p,
+            temperature: if s.is_greedy() { 0.0 } else { s.temperature },
+            repeat_penalty: s.repeat_penalty,
+            frequency_penalty: s.frequency_penalty,
+            presence_penalty: s.presence_penalty,
         };
+        let mut handle: sys::LLMHandle = std::ptr::null_mut();
+        // SAFETY: the library's functions were resolved for its layout; `model_c` outlives the
+        // call; what init may keep a pointer to is stored in the session with the handle.
+        let (rc, keep_alive) = unsafe { lib.functions.init::<RunSink>(&params, &mut handle) };
         if rc != 0 || handle.is_null() {
             return Err(LlmError::Model(format!(
-                "rkllm_init failed (code {rc}) for {} with runtime {} (ABI {}). Check that the model was \
+                "rkllm_init failed (code {rc}) for {} with runtime {} ({}). Check that the model was \
                  converted for this runtime version and platform, and the NPU driver is loaded (rkmcp doctor)",
                 model.display(),
                 lib.path.display(),
-                lib.abi
+                lib.describe()
             )));
         }
         let session = Arc::new(Session {
             lib,
             handle,
-            _callbacks: callbacks,
+            _keep_alive: keep_alive,
             running: Mutex::new(()),
         });
         let template = match &config.chat_template {
@@ -601,17 +281,13 @@ impl RkllmBackend {
     }
 
     fn clear_cache(&mut self) {
-        if let Some(f) = self.session.lib.clear_kv_cache {
-            // SAFETY: valid handle; null positions mean "the whole cache".
-            unsafe {
-                f(
-                    self.session.handle,
-                    1,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            };
-        }
+        // SAFETY: valid handle.
+        unsafe {
+            self.session
+                .lib
+                .functions
+                .clear_kv_cache(self.session.handle, true)
+        };
         self.in_cache.clear();
     }
 
@@ -729,15 +405,7 @@ impl Backend for RkllmBackend {
                 grammar: false,
                 native_tools: lib.has_function_tools(),
             },
-            detail: format!(
-                "runtime {} (ABI {}{})",
-                lib.path.display(),
-                lib.abi,
-                lib.version
-                    .as_deref()
-                    .map(|v| format!(", version {v}"))
-                    .unwrap_or_default()
-            ),
+            detail: format!("runtime {} ({})", lib.path.display(), lib.describe()),
         }
     }
 
@@ -802,44 +470,16 @@ impl Backend for RkllmBackend {
             session: &session,
         };
         let userdata = (&mut state as *mut RunState<'_>).cast::<c_void>();
-        let thinking = self.config.enable_thinking;
-        // SAFETY: input structs and strings outlive the synchronous rkllm_run; `state` is only
-        // touched by the callback until rkllm_run returns.
-        let rc = unsafe {
-            match &session.lib.run {
-                Run::V1_2(run) => {
-                    let mut input = sys::RKLLMInput_v1_2 {
-                        role: role_c.as_ptr(),
-                        enable_thinking: thinking,
-                        input_type: sys::RKLLM_INPUT_PROMPT,
-                        ..Default::default()
-                    };
-                    input.__bindgen_anon_1.prompt_input = prompt_c.as_ptr();
-                    let mut infer = sys::RKLLMInferParam_v1_2 {
-                        mode: sys::RKLLM_INFER_GENERATE,
-                        keep_history,
-                        ..Default::default()
-                    };
-                    run(session.handle, &mut input, &mut infer, userdata)
-                }
-                Run::V1_3(run) => {
-                    let mut input = sys::RKLLMInput_v1_3 {
-                        role: role_c.as_ptr(),
-                        enable_thinking: thinking,
-                        input_type: sys::RKLLM_INPUT_PROMPT,
-                        ..Default::default()
-                    };
-                    input.__bindgen_anon_1.prompt_input = prompt_c.as_ptr();
-                    let mut infer = sys::RKLLMInferParam_v1_3 {
-                        mode: sys::RKLLM_INFER_GENERATE,
-                        keep_history,
-                        max_new_tokens: max_new.min(i32::MAX as u32) as i32,
-                        ..Default::default()
-                    };
-                    run(session.handle, &mut input, &mut infer, userdata)
-                }
-            }
+        let input = RunInput {
+            role: &role_c,
+            enable_thinking: self.config.enable_thinking,
+            prompt: &prompt_c,
+            keep_history,
+            max_new_tokens: max_new.min(i32::MAX as u32) as i32,
         };
+        // SAFETY: input structs and strings outlive the synchronous rkllm_run; `state` is only
+        // touched by the callback until rkllm_run returns, and RunSink expects a RunState.
+        let rc = unsafe { session.lib.functions.run(session.handle, &input, userdata) };
         let state = state;
         if rc != 0 {
             self.in_cache.clear();

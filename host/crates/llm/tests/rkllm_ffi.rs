@@ -1,7 +1,9 @@
-//! The RKLLM FFI path — dlopen, ABI detection, rkllm_init, rkllm_run, result callbacks from a
-//! runtime thread, abort, destroy — against the RKLLM TEST DOUBLE (there is no NPU in CI), for
-//! both C ABIs.
+//! The RKLLM FFI path — dlopen, layout detection, rkllm_init, rkllm_run, result callbacks from a
+//! runtime thread, abort, destroy — against the RKLLM TEST DOUBLE (there is no NPU in CI), built
+//! once per layout (1.2.0, 1.2.1, 1.3.0); and the bindings against the real headers' layouts.
 mod common;
+#[path = "rkllm_ffi/layout.rs"]
+mod layout;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,12 +15,12 @@ use rkmcp_llm::{
     ModelConfig,
 };
 
-const ABIS: [Abi; 2] = [Abi::V1_2, Abi::V1_3];
+const ABIS: [Abi; 3] = Abi::ALL;
 
 fn load(abi: Abi, config: &ModelConfig) -> (tempfile::TempDir, RkllmBackend) {
     let dir = tempfile::tempdir().unwrap();
     let lib = Arc::new(RkllmLibrary::open(common::double(abi), AbiSetting::Auto).unwrap());
-    assert_eq!(lib.abi, abi, "ABI detected from the version string");
+    assert_eq!(lib.abi, abi, "layout detected from the version string");
     let model = common::fake_model(dir.path());
     let backend = RkllmBackend::load(lib, &model, config).unwrap();
     (dir, backend)
@@ -53,20 +55,25 @@ fn scripted_answer_streams_with_runtime_stats() {
         assert!(chunks.len() >= 6, "streamed in pieces, got {chunks:?}");
         assert_eq!(generation.finish, FinishReason::EndOfTurn);
         let s = &generation.stats;
-        assert_eq!(
-            (s.prompt_tokens, s.generated_tokens),
-            (7, 4),
-            "perf from the FINISH callback"
-        );
-        assert_eq!(s.prefill_ms, 12.5);
-        assert!(
-            (s.tokens_per_s - 100.0).abs() < 1e-6,
-            "4 tokens in 40 ms: {}",
-            s.tokens_per_s
-        );
+        if abi.has_perf() {
+            assert_eq!(
+                (s.prompt_tokens, s.generated_tokens),
+                (7, 4),
+                "perf from the FINISH callback"
+            );
+            assert_eq!(s.prefill_ms, 12.5);
+            assert!(
+                (s.tokens_per_s - 100.0).abs() < 1e-6,
+                "4 tokens in 40 ms: {}",
+                s.tokens_per_s
+            );
+        } else {
+            // 1.2.0 reports no statistics: rkmcp counts the callbacks itself.
+            assert_eq!((s.prompt_tokens, s.generated_tokens), (0, 6), "{abi}");
+        }
         assert!(s.peak_rss_mib > 0.0);
         assert!(
-            backend.info().detail.contains(&format!("ABI {abi}")),
+            backend.info().detail.contains(&format!("layout {abi}")),
             "{}",
             backend.info().detail
         );
@@ -105,13 +112,19 @@ fn role_thinking_and_parameters_reach_the_runtime() {
             Message::tool("[[echo]] sunny"),
         ]);
         let text = ask(&mut backend, &request).0.unwrap().text;
+        // 1.2.0's input has no role and no thinking switch.
+        let role = if abi.has_role() {
+            "role=tool thinking=true"
+        } else {
+            "role= thinking=false"
+        };
         assert!(
-            text.starts_with("role=tool thinking=true keep_history=1 max_new_tokens=77"),
+            text.starts_with(&format!("{role} keep_history=1 max_new_tokens=77")),
             "{abi}: {text}"
         );
         assert!(text.contains("ctx=1024 temperature=0.5 top_k=9"), "{text}");
-        // Only 1.3 has a per-run max_new_tokens.
-        let run_max = if abi == Abi::V1_3 {
+        // Only 1.3.0 has a per-run max_new_tokens.
+        let run_max = if abi == Abi::V1_3_0 {
             "run_max_new_tokens=Some(77)"
         } else {
             "run_max_new_tokens=None"
@@ -193,6 +206,17 @@ fn native_tools_are_set_through_the_runtime() {
             Message::user("[[echo]] go"),
         ]);
         request.tools_json = Some(r#"[{"type":"function","function":{"name":"now"}}]"#.into());
+        if abi == Abi::V1_2_0 {
+            // 1.2.0 has no rkllm_set_function_tools: a clear error, not a crash.
+            assert!(!backend.library().has_function_tools());
+            let err = ask(&mut backend, &request).0.unwrap_err().to_string();
+            assert!(
+                err.contains("rkllm_set_function_tools (runtime ≥ 1.2.1)")
+                    && err.contains("native_tools = false"),
+                "{err}"
+            );
+            continue;
+        }
         let text = ask(&mut backend, &request).0.unwrap().text;
         assert!(
             text.contains(r#"tools=Some("system=\"You call tools.\" tools=[{\"type\":\"function\",\"function\":{\"name\":\"now\"}}] response=\"tool_response\"")"#),
@@ -315,7 +339,7 @@ fn handles_are_destroyed_on_drop() {
 
 #[test]
 fn init_failure_names_model_and_runtime() {
-    let lib = Arc::new(RkllmLibrary::open(common::double(Abi::V1_3), AbiSetting::Auto).unwrap());
+    let lib = Arc::new(RkllmLibrary::open(common::double(Abi::V1_3_0), AbiSetting::Auto).unwrap());
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("model.rkllm");
     let err = RkllmBackend::load(Arc::clone(&lib), &model, &ModelConfig::default())
@@ -331,63 +355,110 @@ fn init_failure_names_model_and_runtime() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("rkllm_init failed (code -1)") && err.contains("ABI 1.3"),
+        err.contains("rkllm_init failed (code -1)") && err.contains("layout 1.3.0"),
         "{err}"
     );
 }
 
 #[test]
-fn abi_detection_reads_the_version_string() {
-    assert_eq!(
-        rkllm::detect_abi(common::double(Abi::V1_2), AbiSetting::Auto).unwrap(),
-        (Abi::V1_2, Some("1.2.1".into()))
-    );
-    assert_eq!(
-        rkllm::detect_abi(common::double(Abi::V1_3), AbiSetting::Auto).unwrap(),
-        (Abi::V1_3, Some("1.3.0".into()))
-    );
-    // The configured ABI wins over the file.
-    assert_eq!(
-        rkllm::detect_abi(common::double(Abi::V1_3), AbiSetting::V1_2)
-            .unwrap()
-            .0,
-        Abi::V1_2
-    );
+fn each_layout_is_detected_from_its_library() {
+    for abi in ABIS {
+        let lib = RkllmLibrary::open(common::double(abi), AbiSetting::Auto).unwrap();
+        assert_eq!(
+            (lib.abi, lib.version.as_deref()),
+            (abi, Some(abi.to_string().as_str()))
+        );
+        assert_eq!(lib.has_function_tools(), abi != Abi::V1_2_0);
+    }
+    // "1.2" covers two layouts: the symbols choose between them.
+    for abi in [Abi::V1_2_0, Abi::V1_2_1] {
+        let lib = RkllmLibrary::open(common::double(abi), AbiSetting::V1_2).unwrap();
+        assert_eq!(lib.abi, abi);
+    }
+}
 
+#[test]
+fn releases_are_told_apart_or_refused_by_version_and_symbols() {
+    let open = |abi: Abi, version: Option<&str>, setting: AbiSetting| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = common::relabelled_double(abi, dir.path(), version);
+        RkllmLibrary::open(&path, setting).map(|lib| (lib.abi, lib.version.clone()))
+    };
+    let refused = |abi: Abi, version: Option<&str>| {
+        open(abi, version, AbiSetting::Auto)
+            .unwrap_err()
+            .to_string()
+    };
+    // Releases sharing a layout.
+    for v in ["1.2.2", "1.2.3"] {
+        assert_eq!(
+            open(Abi::V1_2_1, Some(v), AbiSetting::Auto).unwrap(),
+            (Abi::V1_2_1, Some(v.into()))
+        );
+    }
+    // Older than 1.2.0, or never compared: refused, naming the version and what to install.
+    for (abi, v) in [
+        (Abi::V1_2_0, "1.1.4"),
+        (Abi::V1_3_0, "1.4.0"),
+        (Abi::V1_3_0, "1.3.1"),
+    ] {
+        let err = refused(abi, Some(v));
+        assert!(
+            err.contains(v) && err.contains("release 1.3.0") && err.contains("librkllmrt.so"),
+            "{err}"
+        );
+    }
+    // A version that contradicts the symbols: 1.2.0 has no rkllm_set_function_tools.
+    let err = refused(Abi::V1_2_1, Some("1.2.0"));
+    assert!(
+        err.contains("1.2.0") && err.contains("rkllm_set_function_tools"),
+        "{err}"
+    );
+    // No version string: the symbols identify 1.2.0 …
+    assert_eq!(
+        open(Abi::V1_2_0, None, AbiSetting::Auto).unwrap(),
+        (Abi::V1_2_0, None)
+    );
+    // … but not 1.2.1–1.3.0 apart, unless configured.
+    let err = refused(Abi::V1_3_0, None);
+    assert!(err.contains("model.rkllm_abi"), "{err}");
+    assert_eq!(
+        open(Abi::V1_3_0, None, AbiSetting::V1_3).unwrap().0,
+        Abi::V1_3_0
+    );
+    assert_eq!(
+        open(Abi::V1_2_1, None, AbiSetting::V1_2).unwrap().0,
+        Abi::V1_2_1
+    );
+}
+
+#[test]
+fn version_strings_are_read_from_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, bytes: &[u8]| {
         let p = dir.path().join(name);
         std::fs::write(&p, bytes).unwrap();
         p
     };
+    let version = |p: &Path| rkllm::detect_version(p).unwrap();
+    // The runtime's log line, with a beta suffix.
+    let p = write(
+        "beta.so",
+        b"\x7fELF\0I rkllm: rkllm-runtime version: 1.2.1b1, rknpu driver version: %s\0",
+    );
+    assert_eq!(version(&p).as_deref(), Some("1.2.1b1"));
     // A format string with the number stored on its own.
     let p = write(
         "fmt.so",
         b"\x7fELF\0I rkllm: rkllm-runtime version: %s\0junk\x011.2.0\0more",
     );
+    assert_eq!(version(&p).as_deref(), Some("1.2.0"));
     assert_eq!(
-        rkllm::detect_abi(&p, AbiSetting::Auto).unwrap().0,
-        Abi::V1_2
+        version(&write("none.so", b"\x7fELF\0nothing to see\0")),
+        None
     );
-    let p = write("none.so", b"\x7fELF\0nothing to see\0");
-    let err = rkllm::detect_abi(&p, AbiSetting::Auto)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("rkllm_abi") && err.contains("none.so"),
-        "{err}"
-    );
-    let p = write("old.so", b"rkllm-runtime version: 1.1.4\0");
-    let err = rkllm::detect_abi(&p, AbiSetting::Auto)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("1.1.4") && err.contains("1.2 and 1.3"),
-        "{err}"
-    );
-    // Two different bare versions: ambiguous.
-    let p = write("two.so", b"\x001.2.1\0\x001.3.0\0");
-    assert!(rkllm::detect_abi(&p, AbiSetting::Auto).is_err());
+    // Two different bare versions: ambiguous, so none.
+    assert_eq!(version(&write("two.so", b"\x001.2.1\0\x001.3.0\0")), None);
 }
 
 #[test]
@@ -443,7 +514,7 @@ fn shared_backend_streams_to_async_code_and_aborts_from_a_task() {
         .unwrap();
     rt.block_on(async {
         let (_dir, backend) = load(
-            Abi::V1_3,
+            Abi::V1_3_0,
             &ModelConfig {
                 max_new_tokens: 5000,
                 ..Default::default()

@@ -1,11 +1,19 @@
 //! TEST DOUBLE of Rockchip's `librkllmrt.so`. It is NOT an LLM runtime.
 //!
 //! It exports the RKLLM C API (the subset rkmcp uses) with the exact struct layouts of
-//! `host/crates/llm/rkllm/rkllm.h`, so rkmcp's whole FFI path — `dlopen`, symbol lookup, ABI
+//! `host/crates/llm/rkllm/rkllm.h`, so rkmcp's whole FFI path — `dlopen`, symbol lookup, layout
 //! detection, `rkllm_init`, `rkllm_run`, result callbacks from a runtime thread, `rkllm_abort`,
-//! `rkllm_destroy` — runs in CI on machines without an NPU. Build it with the default features for
-//! the 1.3 ABI (`RKLLMCallback` struct) or with `--features abi-v1-2` for the 1.2 ABI (one
-//! result-callback pointer). The artifact is `librkllmrt_test_double.so`.
+//! `rkllm_destroy` — runs in CI on machines without an NPU. One build is one layout, as a real
+//! release is:
+//!
+//! | features       | layout (releases)     | version string | differences                         |
+//! |----------------|-----------------------|----------------|-------------------------------------|
+//! | (default)      | 1.3.0                 | 1.3.0          | `RKLLMCallback` struct, run limits  |
+//! | `abi-v1-2-1`   | 1.2.1 (1.2.1–1.2.3)   | 1.2.1          | one callback pointer, role, perf    |
+//! | `abi-v1-2-0`   | 1.2.0                 | 1.2.0          | no role, void callback, no perf, no |
+//! |                |                       |                | `rkllm_set_function_tools`          |
+//!
+//! The artifact is `librkllmrt_test_double.so`.
 //!
 //! Token streams are scripted by a directive in the prompt, `[[NAME]]`:
 //! - (none)    — "Hello from the RKLLM test double." in several pieces, then FINISH;
@@ -35,34 +43,62 @@ mod sys {
 }
 use sys::*;
 
-#[cfg(feature = "abi-v1-2")]
-type Param = RKLLMParam_v1_2;
-#[cfg(not(feature = "abi-v1-2"))]
-type Param = RKLLMParam_v1_3;
-#[cfg(feature = "abi-v1-2")]
-type Input = RKLLMInput_v1_2;
-#[cfg(not(feature = "abi-v1-2"))]
-type Input = RKLLMInput_v1_3;
-#[cfg(feature = "abi-v1-2")]
-type InferParam = RKLLMInferParam_v1_2;
-#[cfg(not(feature = "abi-v1-2"))]
-type InferParam = RKLLMInferParam_v1_3;
+#[cfg(all(feature = "abi-v1-2-0", feature = "abi-v1-2-1"))]
+compile_error!("choose one layout: abi-v1-2-0, abi-v1-2-1, or neither for 1.3.0");
 
-/// What rkmcp's ABI detection looks for; the real runtime prints the same words at start-up.
-#[cfg(feature = "abi-v1-2")]
-#[used]
-#[unsafe(no_mangle)]
-pub static RKLLM_TEST_DOUBLE_VERSION: [u8; 44] = *b"rkllm-runtime version: 1.2.1 (TEST DOUBLE)\0\0";
-#[cfg(not(feature = "abi-v1-2"))]
-#[used]
-#[unsafe(no_mangle)]
-pub static RKLLM_TEST_DOUBLE_VERSION: [u8; 44] = *b"rkllm-runtime version: 1.3.0 (TEST DOUBLE)\0\0";
+/// The types of one layout, and what differs in behaviour.
+#[cfg(feature = "abi-v1-2-0")]
+mod layout {
+    use super::sys::*;
+    pub type Param = RKLLMParam_v1_2_0;
+    pub type Input = RKLLMInput_v1_2_0;
+    pub type InferParam = RKLLMInferParam_v1_2_0;
+    pub type Result = RKLLMResult_v1_2_0;
+    pub type Callback = LLMResultCallback_v1_2_0;
+    /// `rkllm_is_running` while running, per the 1.2.x header.
+    pub const RUNNING: std::ffi::c_int = 0;
+    /// What rkmcp's detection looks for; the real runtime logs the same words at start-up.
+    #[used]
+    #[unsafe(no_mangle)]
+    pub static RKLLM_TEST_DOUBLE_VERSION: [u8; 44] =
+        *b"rkllm-runtime version: 1.2.0 (TEST DOUBLE)\0\0";
+}
+#[cfg(feature = "abi-v1-2-1")]
+mod layout {
+    use super::sys::*;
+    pub type Param = RKLLMParam_v1_2_1;
+    pub type Input = RKLLMInput_v1_2_1;
+    pub type InferParam = RKLLMInferParam_v1_2_0;
+    pub type Result = RKLLMResult;
+    pub type Callback = LLMResultCallback;
+    pub const RUNNING: std::ffi::c_int = 0;
+    #[used]
+    #[unsafe(no_mangle)]
+    pub static RKLLM_TEST_DOUBLE_VERSION: [u8; 44] =
+        *b"rkllm-runtime version: 1.2.1 (TEST DOUBLE)\0\0";
+}
+#[cfg(not(any(feature = "abi-v1-2-0", feature = "abi-v1-2-1")))]
+mod layout {
+    use super::sys::*;
+    pub type Param = RKLLMParam_v1_3_0;
+    pub type Input = RKLLMInput_v1_3_0;
+    pub type InferParam = RKLLMInferParam_v1_3_0;
+    pub type Result = RKLLMResult;
+    pub type Callback = LLMResultCallback;
+    /// Per the 1.3.0 header: 1 while a run is in progress.
+    pub const RUNNING: std::ffi::c_int = 1;
+    #[used]
+    #[unsafe(no_mangle)]
+    pub static RKLLM_TEST_DOUBLE_VERSION: [u8; 44] =
+        *b"rkllm-runtime version: 1.3.0 (TEST DOUBLE)\0\0";
+}
+use layout::{Callback, InferParam, Input, Param};
 
 /// Handles created and not yet destroyed, so tests can check that rkmcp destroys what it creates.
 static LIVE_HANDLES: AtomicUsize = AtomicUsize::new(0);
 
 struct Instance {
-    callback: LLMResultCallback,
+    callback: Callback,
     default_userdata: *mut c_void,
     max_new_tokens: i32,
     max_context_len: i32,
@@ -114,17 +150,17 @@ pub extern "C" fn rkllm_createDefaultParam() -> Param {
     default_param()
 }
 
-#[cfg(feature = "abi-v1-2")]
+#[cfg(any(feature = "abi-v1-2-0", feature = "abi-v1-2-1"))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rkllm_init(
     handle: *mut LLMHandle,
     param: *mut Param,
-    callback: LLMResultCallback,
+    callback: Callback,
 ) -> c_int {
     unsafe { init(handle, param, callback, std::ptr::null_mut()) }
 }
 
-#[cfg(not(feature = "abi-v1-2"))]
+#[cfg(not(any(feature = "abi-v1-2-0", feature = "abi-v1-2-1")))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rkllm_init(
     handle: *mut LLMHandle,
@@ -142,7 +178,7 @@ pub unsafe extern "C" fn rkllm_init(
 unsafe fn init(
     handle: *mut LLMHandle,
     param: *mut Param,
-    callback: LLMResultCallback,
+    callback: Callback,
     userdata: *mut c_void,
 ) -> c_int {
     if handle.is_null() || param.is_null() || callback.is_none() {
@@ -211,21 +247,37 @@ pub extern "C" fn rkllm_abort(handle: LLMHandle) -> c_int {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn rkllm_is_running(handle: LLMHandle) -> c_int {
-    // The documented convention: 0 while a run is in progress, non-zero otherwise.
+    // The documented convention of the layout's header.
     match instance(handle) {
-        Some(inst) if inst.running.load(Ordering::SeqCst) => 0,
-        Some(_) => 1,
+        Some(inst) if inst.running.load(Ordering::SeqCst) => layout::RUNNING,
+        Some(_) => 1 - layout::RUNNING,
         None => -1,
     }
 }
 
+/// 1.2.0 clears the whole cache only.
+#[cfg(feature = "abi-v1-2-0")]
+#[unsafe(no_mangle)]
+pub extern "C" fn rkllm_clear_kv_cache(handle: LLMHandle, keep_system: c_int) -> c_int {
+    clear_kv_cache(handle, keep_system)
+}
+
+#[cfg(not(feature = "abi-v1-2-0"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn rkllm_clear_kv_cache(
     handle: LLMHandle,
-    _keep_system: c_int,
-    _start: *mut c_int,
-    _end: *mut c_int,
+    keep_system: c_int,
+    start: *mut c_int,
+    end: *mut c_int,
 ) -> c_int {
+    // Ranges are only valid after a paused run; rkmcp always clears the whole cache.
+    if !start.is_null() || !end.is_null() {
+        return -1;
+    }
+    clear_kv_cache(handle, keep_system)
+}
+
+fn clear_kv_cache(handle: LLMHandle, _keep_system: c_int) -> c_int {
     match instance(handle) {
         Some(inst) => {
             inst.cleared.fetch_add(1, Ordering::SeqCst);
@@ -250,6 +302,8 @@ pub extern "C" fn rkllm_set_chat_template(
     0
 }
 
+/// Since 1.2.1: the 1.2.0 double does not export it, as the real 1.2.0 runtime does not.
+#[cfg(not(feature = "abi-v1-2-0"))]
 #[unsafe(no_mangle)]
 pub extern "C" fn rkllm_set_function_tools(
     handle: LLMHandle,
@@ -374,13 +428,18 @@ impl Request {
         } else {
             String::new()
         };
-        #[cfg(feature = "abi-v1-2")]
+        #[cfg(any(feature = "abi-v1-2-0", feature = "abi-v1-2-1"))]
         let max_new_tokens = None;
-        #[cfg(not(feature = "abi-v1-2"))]
+        #[cfg(not(any(feature = "abi-v1-2-0", feature = "abi-v1-2-1")))]
         let max_new_tokens = (infer.max_new_tokens > 0).then_some(infer.max_new_tokens);
+        // 1.2.0 has no role and no thinking switch.
+        #[cfg(feature = "abi-v1-2-0")]
+        let (role, thinking) = (String::new(), false);
+        #[cfg(not(feature = "abi-v1-2-0"))]
+        let (role, thinking) = (cstr(input.role), input.enable_thinking);
         Request {
-            role: cstr(input.role),
-            thinking: input.enable_thinking,
+            role,
+            thinking,
             prompt,
             keep_history: infer.keep_history,
             max_new_tokens,
@@ -390,13 +449,17 @@ impl Request {
 
 fn emit(inst: &Instance, userdata: *mut c_void, bytes: &[u8], state: LLMCallState) {
     let text = CString::new(bytes).unwrap_or_default();
-    let mut result = RKLLMResult {
+    let mut result = layout::Result {
         text: text.as_ptr(),
         token_id: 1,
         ..Default::default()
     };
     if state == RKLLM_RUN_FINISH {
         result.text = std::ptr::null();
+    }
+    // 1.2.0 has no performance statistics.
+    #[cfg(not(feature = "abi-v1-2-0"))]
+    if state == RKLLM_RUN_FINISH {
         result.perf = RKLLMPerfStat {
             prefill_time_ms: 12.5,
             prefill_tokens: 7,
@@ -406,8 +469,10 @@ fn emit(inst: &Instance, userdata: *mut c_void, bytes: &[u8], state: LLMCallStat
         };
     }
     if let Some(cb) = inst.callback {
-        // SAFETY: rkmcp registered this callback with the userdata it expects.
-        unsafe { cb(&mut result, userdata, state) };
+        // SAFETY: rkmcp registered this callback with the userdata it expects. (The 1.2.0
+        // callback returns nothing; later ones return an int this double ignores.)
+        #[allow(clippy::let_unit_value)]
+        let _ = unsafe { cb(&mut result, userdata, state) };
     }
 }
 

@@ -1,4 +1,4 @@
-//! Shared test helpers: building the RKLLM TEST DOUBLE for both ABIs.
+//! Shared test helpers: building the RKLLM TEST DOUBLE for each layout.
 #![allow(dead_code)]
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,9 +41,11 @@ fn build_double(abi: Abi) -> PathBuf {
         "--target-dir",
     ])
     .arg(&dir);
-    if abi == Abi::V1_2 {
-        cmd.args(["--features", "abi-v1-2"]);
-    }
+    match abi {
+        Abi::V1_2_0 => cmd.args(["--features", "abi-v1-2-0"]),
+        Abi::V1_2_1 => cmd.args(["--features", "abi-v1-2-1"]),
+        Abi::V1_3_0 => &mut cmd,
+    };
     let status = cmd
         .status()
         .expect("run cargo to build the RKLLM test double");
@@ -62,13 +64,32 @@ fn build_double(abi: Abi) -> PathBuf {
 
 /// `librkllmrt.so` TEST DOUBLE for `abi`, built once per test process.
 pub fn double(abi: Abi) -> &'static Path {
-    static V12: OnceLock<PathBuf> = OnceLock::new();
-    static V13: OnceLock<PathBuf> = OnceLock::new();
-    let cell = match abi {
-        Abi::V1_2 => &V12,
-        Abi::V1_3 => &V13,
+    static BUILT: [OnceLock<PathBuf>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let index = Abi::ALL
+        .iter()
+        .position(|a| *a == abi)
+        .expect("Abi::ALL lists every layout");
+    BUILT[index].get_or_init(|| build_double(abi))
+}
+
+/// A copy of the double for `abi` in `dir` whose version string says `version` instead (same
+/// length), or carries none (`None`): a stand-in for other releases and for stripped files.
+pub fn relabelled_double(abi: Abi, dir: &Path, version: Option<&str>) -> PathBuf {
+    let mut bytes = std::fs::read(double(abi)).unwrap();
+    let marker = format!("rkllm-runtime version: {abi} (TEST DOUBLE)");
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker.as_bytes())
+        .expect("the double carries its version string");
+    let replacement = match version {
+        Some(v) => format!("rkllm-runtime version: {v} (TEST DOUBLE)"),
+        None => "-".repeat(marker.len()),
     };
-    cell.get_or_init(|| build_double(abi))
+    assert_eq!(replacement.len(), marker.len(), "same length as {marker:?}");
+    bytes[at..at + marker.len()].copy_from_slice(replacement.as_bytes());
+    let path = dir.join("librkllmrt.so");
+    std::fs::write(&path, bytes).unwrap();
+    path
 }
 
 /// A fresh copy of the double at its own path: `dlopen` gives it its own global state.
