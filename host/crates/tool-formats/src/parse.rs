@@ -11,6 +11,13 @@ pub(crate) enum Parsed {
         arguments: Value,
         id: Option<String>,
     },
+    /// A call whose argument values the model wrote as text (XML-style formats): typed by the
+    /// tool's schema when the detector knows it, else guessed (see [`typed_value`]).
+    TextCall {
+        name: String,
+        args: Vec<(String, String)>,
+        id: Option<String>,
+    },
     Bad {
         raw: String,
         error: String,
@@ -23,6 +30,32 @@ impl Parsed {
             raw: raw.to_string(),
             error: error.into(),
         }
+    }
+}
+
+/// The one place that reads a JSON text of arguments: empty means no arguments, anything but an
+/// object is an error (`arguments must be a JSON object, got …`).
+pub(crate) fn json_arguments(text: &str) -> Result<Value, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    match serde_json::from_str::<Value>(t) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(v) => Err(format!("arguments must be a JSON object, got {}", kind(&v))),
+        Err(e) => Err(format!("invalid JSON arguments: {e}")),
+    }
+}
+
+/// A call named `name` whose arguments are the JSON text `args`, or `Bad` with `raw`.
+pub(crate) fn call_with_json_args(raw: &str, name: &str, args: &str, id: Option<String>) -> Parsed {
+    match json_arguments(args) {
+        Ok(arguments) => Parsed::Call {
+            name: name.to_string(),
+            arguments,
+            id,
+        },
+        Err(e) => Parsed::bad(raw, e),
     }
 }
 
@@ -153,6 +186,107 @@ pub(crate) fn coerce_value(raw: &str) -> Value {
         return v;
     }
     Value::String(decode_entities(s))
+}
+
+/// JSON Schema type names a property allows (`type` as a string or list, `anyOf`/`oneOf`
+/// branches, or the kinds of its `enum`/`const` values).
+fn schema_types(schema: &Value) -> Vec<&str> {
+    let mut out = Vec::new();
+    match schema.get("type") {
+        Some(Value::String(t)) => out.push(t.as_str()),
+        Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str)),
+        _ => {}
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = schema.get(key) {
+            for b in branches {
+                out.extend(schema_types(b));
+            }
+        }
+    }
+    let literals = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .map(|e| e.iter().collect::<Vec<_>>())
+        .or_else(|| schema.get("const").map(|c| vec![c]));
+    if out.is_empty()
+        && let Some(values) = literals
+    {
+        for v in values {
+            out.push(match v {
+                Value::String(_) => "string",
+                Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+                Value::Number(_) => "number",
+                Value::Bool(_) => "boolean",
+                Value::Null => "null",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+            });
+        }
+    }
+    out
+}
+
+/// A value the model wrote as text, typed by the property's schema: strings stay strings
+/// (`"123456789012345678901"` too); integers, numbers, booleans (`true`/`True`), null
+/// (`null`/`None`), arrays and objects (JSON, or Python literals) by the schema. Text that does
+/// not fit any non-string type the schema allows stays a string. Without a schema the type is
+/// guessed ([`coerce_value`]). `entities`: the format escapes `<>&` as XML entities.
+pub(crate) fn typed_value(raw: &str, schema: Option<&Value>, entities: bool) -> Value {
+    let s = raw.strip_prefix('\n').unwrap_or(raw);
+    let s = s.strip_suffix('\n').unwrap_or(s);
+    let text = || {
+        if entities {
+            decode_entities(s)
+        } else {
+            s.to_string()
+        }
+    };
+    let types = schema.map(schema_types).unwrap_or_default();
+    if types.is_empty() {
+        return match coerce_value(raw) {
+            Value::String(_) => Value::String(text()),
+            v => v,
+        };
+    }
+    let t = s.trim();
+    for ty in &types {
+        let v = match *ty {
+            "integer" | "number" => serde_json::from_str::<serde_json::Number>(t)
+                .ok()
+                .map(Value::Number),
+            "boolean" => match t {
+                "true" | "True" | "TRUE" => Some(Value::Bool(true)),
+                "false" | "False" | "FALSE" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            "null" => matches!(t, "null" | "None" | "NULL").then_some(Value::Null),
+            "object" | "array" => {
+                let want_obj = *ty == "object";
+                let parsed = serde_json::from_str::<Value>(t)
+                    .ok()
+                    .or_else(|| Py::new(t).literal().ok());
+                parsed.filter(|v| {
+                    if want_obj {
+                        v.is_object()
+                    } else {
+                        v.is_array()
+                    }
+                })
+            }
+            _ => None,
+        };
+        if let Some(v) = v {
+            return v;
+        }
+    }
+    if types.contains(&"string") {
+        return Value::String(text());
+    }
+    match coerce_value(raw) {
+        Value::String(_) => Value::String(text()),
+        v => v,
+    }
 }
 
 pub(crate) fn decode_entities(s: &str) -> String {
@@ -352,6 +486,16 @@ impl<'a> Py<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// One Python literal that must fill the whole text.
+    pub(crate) fn literal(&mut self) -> Result<Value, String> {
+        let v = self.value()?;
+        if self.at_end() {
+            Ok(v)
+        } else {
+            Err(self.err("unexpected text after the value"))
+        }
     }
 
     fn value(&mut self) -> Result<Value, String> {
