@@ -78,6 +78,15 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
     const LLAMA4: &str = r##"{{- '<|header_start|>assistant<|header_end|>\n\n' -}}{%- if message.tool_calls -%}{{- "<|python_start|>" }}{{- "[" + tool_call.function.name + "(" }}{{- "<|python_end|>" }}{%- endif -%}"##;
     const SEED_MARKDOWN: &str = r##"To call a tool, reply with [TOOL_CALL]{"name": "tool", "arguments": {}}[END_TOOL_CALL]"##;
 
+    const GEMMA4: &str = r##"{{- '<|turn>model\n' -}}{%- for tool_call in message['tool_calls'] -%}{{- '<|tool_call>call:' + function['name'] + '{' -}}{{- key + ':<|"|>' + value + '<|"|>' -}}{{- '}<tool_call|>' -}}"##;
+    const GLM45: &str = r##"[gMASK]<sop>{%- if tools -%}<|system|>\n# Tools\n<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n</tool_call>{%- endif -%}"##;
+    const KIMI_K2: &str = r##"{%- if message['tool_calls'] -%}<|tool_calls_section_begin|>{%- for tool_call in message['tool_calls'] -%}<|tool_call_begin|>{{ tool_call['id'] }}<|tool_call_argument_begin|>{{ tool_call['function']['arguments'] }}<|tool_call_end|>{%- endfor -%}<|tool_calls_section_end|>{%- endif -%}<|im_assistant|>"##;
+    const DEEPSEEK_V32: &str =
+        r##"{{ '<｜DSML｜function_calls>\n<｜DSML｜invoke name="' + tool.name + '">' }}"##;
+    const PHI4_MINI: &str = r##"<|system|>{{ message['content'] }}<|tool|>{{ message['tools'] }}<|/tool|><|end|>{% if message['tool_calls'] %}functools[{{ message['tool_calls'] | tojson }}]{% endif %}"##;
+    const LFM2: &str = r##"{{- '<|im_start|>assistant\n' -}}{{- '<|tool_call_start|>[' + calls + ']<|tool_call_end|>' -}}"##;
+    const SMOLLM3: &str = r##"{%- if xml_tools or python_tools or tools -%}<|im_start|>system\n{%- set xml_tool_string = '<tool_call>' -%}{%- endif -%}"##;
+
     #[test]
     fn guesses_from_real_template_fragments() {
         let cases: &[(&str, &str, ToolFormat)] = &[
@@ -95,6 +104,13 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
             ("llama 3.2 pythonic", LLAMA32_PYTHONIC, Pythonic),
             ("llama 4", LLAMA4, Pythonic),
             ("seed markdown", SEED_MARKDOWN, ToolCallJson),
+            ("gemma 4", GEMMA4, Gemma4),
+            ("glm 4.5", GLM45, Glm),
+            ("kimi k2", KIMI_K2, KimiK2),
+            ("deepseek v3.2", DEEPSEEK_V32, DeepseekDsml),
+            ("phi-4-mini", PHI4_MINI, Phi4),
+            ("lfm2", LFM2, Lfm2),
+            ("smollm3", SMOLLM3, Smollm3),
         ];
         for (what, tmpl, want) in cases {
             assert_eq!(guess(Some(tmpl), None), *want, "{what}");
@@ -129,6 +145,17 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
             ("granite-3.1-2b-instruct", Granite),
             ("Hermes-3-Llama-3.2-3B", Hermes),
             ("SmolLM2-135M-Instruct.Q4_1.gguf", ToolCallJson),
+            ("gemma-4-E4B-it-Q4_K_M.gguf", Gemma4),
+            ("functiongemma-270m-it", FunctionGemma),
+            ("GLM-4.5-Air", Glm),
+            ("GLM-4.7-Flash", Glm),
+            ("Kimi-K2-Instruct-0905", KimiK2),
+            ("DeepSeek-V3.2-Exp", DeepseekDsml),
+            ("DeepSeek-V3.1-Terminus", Deepseek),
+            ("Phi-4-mini-instruct", Phi4),
+            ("LFM2-1.2B-Tool", Lfm2),
+            ("xLAM-2-8b-fc-r", Xlam),
+            ("SmolLM3-3B", Smollm3),
         ];
         for (name, want) in cases {
             assert_eq!(guess(None, Some(name)), *want, "{name}");

@@ -297,6 +297,36 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_open_is_read_from_the_rendered_prompt() {
+        assert!(reasoning_open_in_prompt("<|im_start|>assistant\n<think>\n"));
+        assert!(reasoning_open_in_prompt("<｜Assistant｜><think>\n"));
+        assert!(!reasoning_open_in_prompt(
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+        ));
+        assert!(!reasoning_open_in_prompt("<|im_start|>assistant\n"));
+        assert!(reasoning_open_in_prompt("[INST]hi[/INST][THINK]"));
+    }
+
+    #[test]
+    fn prompt_opened_reasoning_hides_the_lone_close_marker() {
+        let opts = DetectorOptions {
+            reasoning_open: true,
+            ..Default::default()
+        };
+        let ev = detect_all_with(ToolFormat::Hermes, &opts, "hmm\n</think>\n\nHi");
+        assert_eq!(
+            ev,
+            vec![
+                DetectorEvent::Reasoning("hmm".into()),
+                DetectorEvent::Text("Hi".into())
+            ]
+        );
+        // Without the fact from the prompt, the text stays as written.
+        let ev = detect_all(ToolFormat::Hermes, "hmm\n</think>\n\nHi");
+        assert_eq!(ev, vec![DetectorEvent::Text("hmm\n</think>\n\nHi".into())]);
+    }
+
+    #[test]
     fn normalize_merges_text() {
         let ev = vec![
             DetectorEvent::Text("a".into()),

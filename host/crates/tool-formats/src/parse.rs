@@ -641,6 +641,80 @@ mod tests {
     }
 
     #[test]
+    fn text_values_typed_by_schema() {
+        let s = |t: serde_json::Value| json!({ "type": t });
+        let big = "123456789012345678901";
+        assert_eq!(
+            typed_value(big, Some(&s(json!("string"))), false),
+            json!(big)
+        );
+        assert_eq!(
+            typed_value("\n42\n", Some(&s(json!("integer"))), false),
+            json!(42)
+        );
+        assert_eq!(
+            typed_value("2.5", Some(&s(json!("number"))), false),
+            json!(2.5)
+        );
+        assert_eq!(
+            typed_value("True", Some(&s(json!("boolean"))), false),
+            json!(true)
+        );
+        assert_eq!(
+            typed_value("None", Some(&s(json!(["string", "null"]))), false),
+            json!(null)
+        );
+        assert_eq!(
+            typed_value("Paris", Some(&s(json!(["string", "null"]))), false),
+            json!("Paris")
+        );
+        assert_eq!(
+            typed_value("{'a': [1, None]}", Some(&s(json!("object"))), false),
+            json!({"a": [1, null]})
+        );
+        assert_eq!(
+            typed_value("[1, 2]", Some(&s(json!("array"))), false),
+            json!([1, 2])
+        );
+        // Text that fits no type the schema allows stays text.
+        assert_eq!(
+            typed_value("many", Some(&s(json!("integer"))), false),
+            json!("many")
+        );
+        assert_eq!(
+            typed_value("c", Some(&json!({"enum": ["c", "f"]})), false),
+            json!("c")
+        );
+        assert_eq!(
+            typed_value("a &lt; b", Some(&s(json!("string"))), true),
+            json!("a < b")
+        );
+        assert_eq!(
+            typed_value("a &lt; b", Some(&s(json!("string"))), false),
+            json!("a &lt; b")
+        );
+        // Without a schema: guessed.
+        assert_eq!(typed_value("7", None, false), json!(7));
+        assert_eq!(typed_value("x", None, false), json!("x"));
+    }
+
+    #[test]
+    fn json_arguments_must_be_an_object() {
+        assert_eq!(json_arguments(" "), Ok(json!({})));
+        assert_eq!(json_arguments(r#"{"a":1}"#), Ok(json!({"a":1})));
+        assert!(
+            json_arguments("[1]")
+                .unwrap_err()
+                .contains("must be a JSON object, got an array")
+        );
+        assert!(
+            json_arguments("{")
+                .unwrap_err()
+                .contains("invalid JSON arguments")
+        );
+    }
+
+    #[test]
     fn python_calls() {
         let mut p = Py::new(
             r#"[get_weather(city="Paris", days=3), m.f(x=[1, 'a\'b'], y={"k": None}, z=True)]"#,

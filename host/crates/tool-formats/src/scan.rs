@@ -132,7 +132,8 @@ pub(crate) fn py_value_end(s: &str) -> Option<usize> {
     None
 }
 
-/// The first of `markers` in `body` outside JSON strings (`"…"` with backslash escapes):
+/// The first of `markers` in `body` outside JSON strings (`"…"` with backslash escapes, ended
+/// by a raw newline too):
 /// `(position, marker index)`. A marker quoted in an argument value does not end the block.
 pub(crate) fn unquoted_find(body: &str, markers: &[&str]) -> Option<(usize, usize)> {
     let b = body.as_bytes();
@@ -144,7 +145,9 @@ pub(crate) fn unquoted_find(body: &str, markers: &[&str]) -> Option<(usize, usiz
                 esc = false;
             } else if c == b'\\' {
                 esc = true;
-            } else if c == b'"' {
+            } else if c == b'"' || c == b'\n' {
+                // A raw newline cannot be inside a JSON string: the quotes were broken, so
+                // the damage stays within one line.
                 in_str = false;
             }
             continue;

@@ -8,7 +8,7 @@ use super::whole::Verdict;
 use crate::parse::{
     Parsed, Py, call_with_json_args, calls_from_json_value, looks_like_call, xml_attr,
 };
-use crate::scan::{find_first, json_value_end};
+use crate::scan::{find_first, json_value_end, unquoted_find};
 
 // ---------------------------------------------------------------------------------------------
 // JSON bodies (tool-call-json, hermes)
@@ -53,7 +53,8 @@ pub(crate) fn strip_fence(s: &str) -> &str {
 /// A marker that appears before the JSON closes wins, so the decision depends only on the text
 /// seen so far, whatever the chunking.
 pub(crate) fn json_or_marker_end(body: &str, markers: &[&str]) -> Option<(usize, usize)> {
-    let marker = find_first(body, markers).map(|(p, i)| (p, p + markers[i].len()));
+    // A marker inside a JSON string is part of a value, not the end.
+    let marker = unquoted_find(body, markers).map(|(p, i)| (p, p + markers[i].len()));
     let ws = lead_ws(body);
     if !body[ws..].starts_with(['{', '[']) {
         return marker;

@@ -46,10 +46,10 @@ fn glm_end(body: &str) -> Option<(usize, usize)> {
     if t.starts_with(['{', '[']) {
         return json_or_marker_end(body, &["</tool_call>"]);
     }
-    if !body.contains(KEY) {
-        // Not yet known whether arguments follow: only a close tag before any `<arg_key>`.
-        let p = body.find("</tool_call>")?;
-        return Some((p, p + "</tool_call>".len()));
+    let first = body.find("</tool_call>")?;
+    if !body[..first].contains(KEY) {
+        // A call without arguments.
+        return Some((first, first + "</tool_call>".len()));
     }
     marker_after(body, "</tool_call>", &[VALUE_END])
 }
