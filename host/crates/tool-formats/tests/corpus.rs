@@ -101,3 +101,21 @@ fn corpus_covers_every_format_with_calls_text_and_malformed() {
         );
     }
 }
+
+/// Per family: transcripts and exact passes (one-shot, every split, char by char), printed as a
+/// table (`cargo test --release -p rkmcp-tool-formats --test corpus -- --nocapture report`).
+#[test]
+fn report_per_family() {
+    let all = cases();
+    println!("{:<16} {:>6} {:>6}", "format", "cases", "exact");
+    let (mut total, mut passed) = (0, 0);
+    for f in ToolFormat::all() {
+        let mine: Vec<&Case> = all.iter().filter(|c| c.format == *f).collect();
+        let ok = mine.iter().filter(|c| check(c).is_ok()).count();
+        println!("{:<16} {:>6} {:>6}", f.name(), mine.len(), ok);
+        total += mine.len();
+        passed += ok;
+    }
+    println!("{:<16} {:>6} {:>6}", "all", total, passed);
+    assert_eq!(passed, total, "corpus cases failing: see the table");
+}
