@@ -101,6 +101,48 @@ impl DetectorOptions {
     }
 }
 
+/// The reasoning part of a response, split off before any detector sees it: the host runs this in
+/// front of detector plugins whose contract has no reasoning event (`rkmcp:plugin@0.1.0`), so a
+/// call written while reasoning never reaches them.
+pub struct ReasoningFilter(detect::reasoning::Splitter);
+
+impl ReasoningFilter {
+    /// The filter for `format`'s reasoning markers; `reasoning_open`: the rendered prompt opened
+    /// the block. Formats that carry reasoning in their own syntax (harmony) have nothing to split.
+    pub fn new(format: ToolFormat, reasoning_open: bool) -> ReasoningFilter {
+        ReasoningFilter(detect::reasoning::Splitter::new(
+            format.spec().reasoning,
+            reasoning_open && !format.spec().reasoning.is_empty(),
+        ))
+    }
+
+    /// `Reasoning` events of `chunk`, and the answer text to pass on to the detector.
+    pub fn feed(&mut self, chunk: &str) -> (Vec<DetectorEvent>, String) {
+        let (mut events, mut answer) = (Vec::new(), String::new());
+        self.0.feed(chunk, &mut events, &mut answer);
+        (events, answer)
+    }
+
+    /// The end of the response: what was held back.
+    pub fn finish(&mut self) -> (Vec<DetectorEvent>, String) {
+        let (mut events, mut answer) = (Vec::new(), String::new());
+        self.0.finish(&mut events, &mut answer);
+        (events, answer)
+    }
+}
+
+/// A response without its reasoning, as the history fed back to the model keeps it (chat
+/// templates drop earlier turns' reasoning).
+pub fn strip_reasoning(format: ToolFormat, reasoning_open: bool, response: &str) -> String {
+    if format == ToolFormat::Harmony {
+        return detect::harmony::strip_analysis(response);
+    }
+    let mut f = ReasoningFilter::new(format, reasoning_open);
+    let (_, mut answer) = f.feed(response);
+    answer.push_str(&f.finish().1);
+    answer
+}
+
 /// Whether a rendered prompt leaves a reasoning block open for the reply: it contains `<think>`
 /// (or `[THINK]`) after its last close marker — DeepSeek-R1 distills, Qwen3 thinking templates
 /// and GLM put `<think>` at the end of the generation prompt. Decided from the rendered prompt,
@@ -324,6 +366,31 @@ mod tests {
         // Without the fact from the prompt, the text stays as written.
         let ev = detect_all(ToolFormat::Hermes, "hmm\n</think>\n\nHi");
         assert_eq!(ev, vec![DetectorEvent::Text("hmm\n</think>\n\nHi".into())]);
+    }
+
+    #[test]
+    fn history_drops_reasoning() {
+        let raw = "<think>\nplan <tool_call>x</tool_call>\n</think>\n\n<tool_call>{\"name\":\"f\"}</tool_call>";
+        assert_eq!(
+            strip_reasoning(ToolFormat::Hermes, false, raw),
+            "<tool_call>{\"name\":\"f\"}</tool_call>"
+        );
+        assert_eq!(
+            strip_reasoning(ToolFormat::Hermes, true, "hm</think>Hi"),
+            "Hi"
+        );
+        assert_eq!(strip_reasoning(ToolFormat::Hermes, false, "Hi"), "Hi");
+        let harmony = "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>Hi<|return|>";
+        assert_eq!(
+            strip_reasoning(ToolFormat::Harmony, false, harmony),
+            "<|start|>assistant<|channel|>final<|message|>Hi<|return|>"
+        );
+        let mut f = ReasoningFilter::new(ToolFormat::Qwen3Coder, false);
+        let (ev, answer) = f.feed("<think>a</think>b");
+        assert_eq!(
+            (ev, answer.as_str()),
+            (vec![DetectorEvent::Reasoning("a".into())], "b")
+        );
     }
 
     #[test]

@@ -212,6 +212,30 @@ impl HarmonyDetector {
     }
 }
 
+/// `response` without its analysis-channel messages (harmony's reasoning).
+pub(crate) fn strip_analysis(response: &str) -> String {
+    let mut out = String::new();
+    let mut rest = response;
+    while let Some(p) = rest.find("<|channel|>analysis") {
+        // The message starts at its `<|start|>` when there is one right before.
+        let start = rest[..p]
+            .rfind(START)
+            .filter(|s| !rest[*s..p].contains(END))
+            .unwrap_or(p);
+        out.push_str(&rest[..start]);
+        let after = &rest[p..];
+        match after.find(END) {
+            Some(e) => rest = &after[e + END.len()..],
+            None => {
+                rest = "";
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 impl crate::ToolCallDetector for HarmonyDetector {
     fn feed(&mut self, chunk: &str) -> Vec<DetectorEvent> {
         self.buf.push_str(chunk);

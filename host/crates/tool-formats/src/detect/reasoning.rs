@@ -23,27 +23,41 @@ enum State {
     Answer,
 }
 
-pub(crate) struct ReasoningSplitter {
-    inner: Box<dyn ToolCallDetector>,
+/// Splits a response into reasoning events and the answer text.
+pub(crate) struct Splitter {
     pairs: &'static [(&'static str, &'static str)],
     open_in_prompt: bool,
     state: State,
     buf: String,
 }
 
-impl ReasoningSplitter {
+impl Splitter {
     pub(crate) fn new(
-        inner: Box<dyn ToolCallDetector>,
         pairs: &'static [(&'static str, &'static str)],
         open_in_prompt: bool,
     ) -> Self {
-        ReasoningSplitter {
-            inner,
+        Splitter {
             pairs,
             open_in_prompt,
             state: Self::first_state(open_in_prompt),
             buf: String::new(),
         }
+    }
+
+    /// Reasoning events of `chunk` into `out`, the answer part into `answer`.
+    pub(crate) fn feed(&mut self, chunk: &str, out: &mut Vec<DetectorEvent>, answer: &mut String) {
+        if self.state == State::Answer {
+            answer.push_str(chunk);
+            return;
+        }
+        self.buf.push_str(chunk);
+        self.run(false, out, answer);
+    }
+
+    /// The end of a response: what was held back; then ready for the next response.
+    pub(crate) fn finish(&mut self, out: &mut Vec<DetectorEvent>, answer: &mut String) {
+        self.run(true, out, answer);
+        self.state = Self::first_state(self.open_in_prompt);
     }
 
     fn first_state(open_in_prompt: bool) -> State {
@@ -57,14 +71,14 @@ impl ReasoningSplitter {
         }
     }
 
-    fn run(&mut self, eof: bool, out: &mut Vec<DetectorEvent>) {
+    fn run(&mut self, eof: bool, out: &mut Vec<DetectorEvent>, answer: &mut String) {
         loop {
             match self.state {
                 State::Start => {
                     let t = self.buf.trim_start();
                     if t.is_empty() {
                         if eof {
-                            out.extend(self.inner.feed(&std::mem::take(&mut self.buf)));
+                            answer.push_str(&std::mem::take(&mut self.buf));
                         }
                         return;
                     }
@@ -125,9 +139,7 @@ impl ReasoningSplitter {
                     self.state = State::Answer;
                 }
                 State::Answer => {
-                    if !self.buf.is_empty() {
-                        out.extend(self.inner.feed(&std::mem::take(&mut self.buf)));
-                    }
+                    answer.push_str(&std::mem::take(&mut self.buf));
                     return;
                 }
             }
@@ -141,22 +153,44 @@ fn push_reasoning(out: &mut Vec<DetectorEvent>, s: &str) {
     }
 }
 
+/// A format's detector behind a [`Splitter`].
+pub(crate) struct ReasoningSplitter {
+    inner: Box<dyn ToolCallDetector>,
+    split: Splitter,
+}
+
+impl ReasoningSplitter {
+    pub(crate) fn new(
+        inner: Box<dyn ToolCallDetector>,
+        pairs: &'static [(&'static str, &'static str)],
+        open_in_prompt: bool,
+    ) -> Self {
+        ReasoningSplitter {
+            inner,
+            split: Splitter::new(pairs, open_in_prompt),
+        }
+    }
+}
+
 impl ToolCallDetector for ReasoningSplitter {
     fn feed(&mut self, chunk: &str) -> Vec<DetectorEvent> {
         let mut out = Vec::new();
-        if self.state == State::Answer {
-            return self.inner.feed(chunk);
+        let mut answer = String::new();
+        self.split.feed(chunk, &mut out, &mut answer);
+        if !answer.is_empty() {
+            out.extend(self.inner.feed(&answer));
         }
-        self.buf.push_str(chunk);
-        self.run(false, &mut out);
         out
     }
 
     fn finish(&mut self) -> Vec<DetectorEvent> {
         let mut out = Vec::new();
-        self.run(true, &mut out);
+        let mut answer = String::new();
+        self.split.finish(&mut out, &mut answer);
+        if !answer.is_empty() {
+            out.extend(self.inner.feed(&answer));
+        }
         out.extend(self.inner.finish());
-        self.state = Self::first_state(self.open_in_prompt);
         out
     }
 }
