@@ -157,6 +157,9 @@ pub struct ChatArgs {
     /// Stop before this text (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub stop: Vec<String>,
+    /// Show the model's reasoning (dimmed) before its answer (`[chat] show_reasoning`).
+    #[arg(long)]
+    pub show_reasoning: bool,
 }
 
 impl ChatArgs {
@@ -189,6 +192,9 @@ impl ChatArgs {
             settings.max_rounds = v;
         }
         settings.stop.extend(self.stop.iter().cloned());
+        if self.show_reasoning {
+            settings.show_reasoning = true;
+        }
         settings
     }
 }
@@ -268,8 +274,9 @@ pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
+    let show_reasoning = engine.settings().show_reasoning;
     let printer = tokio::spawn(async move {
-        let mut out = status::Printer::new();
+        let mut out = status::Printer::new().show_reasoning(show_reasoning);
         while let Some(event) = rx.recv().await {
             if !json {
                 out.show(&event);

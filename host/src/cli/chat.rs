@@ -140,8 +140,9 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
 /// goes on: nothing the user typed is lost (it stays in the history).
 async fn run_turn(engine: &mut ChatEngine, input: &str, json: bool) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let show_reasoning = engine.settings().show_reasoning;
     let printer = tokio::spawn(async move {
-        let mut out = status::Printer::new();
+        let mut out = status::Printer::new().show_reasoning(show_reasoning);
         while let Some(event) = rx.recv().await {
             if json {
                 if let Ok(line) = serde_json::to_string(&event) {

@@ -58,6 +58,10 @@ pub struct Printer {
     block_start: bool,
     last_stats: Option<Stats>,
     calls: usize,
+    /// `--show-reasoning`: print reasoning dimmed; else one status line per round.
+    show_reasoning: bool,
+    /// Reasoning was already announced or printed in this round.
+    reasoning_seen: bool,
 }
 
 impl Default for Printer {
@@ -74,7 +78,15 @@ impl Printer {
             block_start: true,
             last_stats: None,
             calls: 0,
+            show_reasoning: false,
+            reasoning_seen: false,
         }
+    }
+
+    /// Prints reasoning (dimmed) instead of a status line saying the model reasons.
+    pub fn show_reasoning(mut self, show: bool) -> Printer {
+        self.show_reasoning = show;
+        self
     }
 
     fn status(&mut self, line: String) {
@@ -112,6 +124,35 @@ impl Printer {
                 self.held.push_str(trailing);
                 self.block_start = false;
                 self.at_line_start = body.ends_with('\n');
+            }
+            ChatEvent::Reasoning { text } => {
+                if !self.show_reasoning {
+                    if !self.reasoning_seen {
+                        self.reasoning_seen = true;
+                        self.status(dim("[reasoning… --show-reasoning shows it]"));
+                    }
+                    return;
+                }
+                // The model's text: no control sequences reach the terminal.
+                let text: String = text
+                    .chars()
+                    .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+                    .collect();
+                let text = if self.reasoning_seen {
+                    text
+                } else {
+                    text.trim_start().to_string()
+                };
+                if text.is_empty() {
+                    return;
+                }
+                self.reasoning_seen = true;
+                let mut out = std::io::stdout();
+                let _ = out.write_all(dim(&text).as_bytes());
+                let _ = out.flush();
+                self.at_line_start = text.ends_with('\n');
+                // The answer starts on a fresh block after the reasoning.
+                self.block_start = true;
             }
             ChatEvent::ToolCall {
                 name: _,
@@ -157,6 +198,7 @@ impl Printer {
             ChatEvent::Generated { stats, .. } => self.last_stats = Some(stats.clone()),
             ChatEvent::Notice { message } => self.status(format!("[rkmcp: {message}]")),
             ChatEvent::Round { .. } => {
+                self.reasoning_seen = false;
                 self.held.clear();
                 self.block_start = true;
             }
