@@ -211,8 +211,13 @@ mod tests {
 
     #[tokio::test]
     async fn the_builtin_detector_is_used_without_a_plugin() {
-        let (mut d, notice) = ResponseDetector::start(ToolFormat::Hermes, &DetectorOptions::default(), None, "hermes")
-                .await;
+        let (mut d, notice) = ResponseDetector::start(
+            ToolFormat::Hermes,
+            &DetectorOptions::default(),
+            None,
+            "hermes",
+        )
+        .await;
         assert!(notice.is_none() && d.plugin_name().is_none());
         let mut events = d
             .feed("Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}")

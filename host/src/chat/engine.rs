@@ -599,14 +599,13 @@ impl ChatEngine {
                 .detector_format
                 .clone()
                 .unwrap_or_else(|| self.plan.format.name().to_string());
-            let (d, notice) =
-                ResponseDetector::start(
-                    self.plan.format,
-                    &opts,
-                    self.detector_plugin.as_ref(),
-                    &dialect,
-                )
-                .await;
+            let (d, notice) = ResponseDetector::start(
+                self.plan.format,
+                &opts,
+                self.detector_plugin.as_ref(),
+                &dialect,
+            )
+            .await;
             notify(events, notice);
             Some(d)
         } else {

@@ -62,6 +62,8 @@ pub struct Printer {
     show_reasoning: bool,
     /// Reasoning was already announced or printed in this round.
     reasoning_seen: bool,
+    /// Printed reasoning ended mid-line (stderr).
+    reasoning_line_open: bool,
 }
 
 impl Default for Printer {
@@ -80,6 +82,7 @@ impl Printer {
             calls: 0,
             show_reasoning: false,
             reasoning_seen: false,
+            reasoning_line_open: false,
         }
     }
 
@@ -116,6 +119,10 @@ impl Printer {
                     }
                     return;
                 }
+                if self.reasoning_line_open {
+                    self.reasoning_line_open = false;
+                    eprintln!();
+                }
                 let mut out = std::io::stdout();
                 let _ = out.write_all(self.held.as_bytes());
                 let _ = out.write_all(body.as_bytes());
@@ -147,10 +154,9 @@ impl Printer {
                     return;
                 }
                 self.reasoning_seen = true;
-                let mut out = std::io::stdout();
-                let _ = out.write_all(dim(&text).as_bytes());
-                let _ = out.flush();
-                self.at_line_start = text.ends_with('\n');
+                // On stderr with the status lines: `rkmcp ask … > answer.txt` keeps the answer.
+                eprint!("{}", dim(&text));
+                self.reasoning_line_open = !text.ends_with('\n');
                 // The answer starts on a fresh block after the reasoning.
                 self.block_start = true;
             }

@@ -156,6 +156,7 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
             ("LFM2-1.2B-Tool", Lfm2),
             ("xLAM-2-8b-fc-r", Xlam),
             ("SmolLM3-3B", Smollm3),
+            ("granite-4.0-h-micro", Hermes),
         ];
         for (name, want) in cases {
             assert_eq!(guess(None, Some(name)), *want, "{name}");

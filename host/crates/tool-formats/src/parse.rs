@@ -183,7 +183,14 @@ pub(crate) fn coerce_value(raw: &str) -> Value {
             Value::Number(_) | Value::Bool(_) | Value::Object(_) | Value::Array(_)
         )
     {
-        return v;
+        // An integer too long for 64 bits would lose digits as a float: an id, not a number.
+        let lossy = matches!(&v, Value::Number(n) if n.is_f64())
+            && t.trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit());
+        if !lossy {
+            return v;
+        }
     }
     Value::String(decode_entities(s))
 }
@@ -638,6 +645,11 @@ mod tests {
         assert_eq!(coerce_value("null"), json!("null"));
         assert_eq!(coerce_value("\"q\""), json!("\"q\""));
         assert_eq!(coerce_value("a &lt; b"), json!("a < b"));
+        assert_eq!(
+            coerce_value("123456789012345678901"),
+            json!("123456789012345678901")
+        );
+        assert_eq!(coerce_value("-12"), json!(-12));
     }
 
     #[test]

@@ -133,6 +133,8 @@ pub(crate) static DEEPSEEK_HIDDEN: &[&str] = &[DS_CALLS_END, DS_CALL_END, DS_SEP
 pub(crate) static DEEPSEEK: &[Block] = &[
     DSML_BLOCKS[0],
     DSML_BLOCKS[1],
+    DSML_BLOCKS[2],
+    DSML_BLOCKS[3],
     Block {
         start: DS_CALLS_BEGIN,
         end: End::Finder {

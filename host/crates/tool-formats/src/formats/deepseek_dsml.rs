@@ -139,7 +139,24 @@ fn dsml_params(body: &str) -> Result<Value, String> {
     Ok(Value::Object(args))
 }
 
-pub(crate) const DSML_BLOCKS: [Block; 2] = [
+/// The same tags with ASCII bars (`<|DSML|…>`), which models also write.
+fn ascii_to_dsml(s: &str) -> String {
+    s.replace("|DSML|", "｜DSML｜")
+}
+
+fn end_ascii_v32(body: &str) -> Option<(usize, usize)> {
+    marker_after(body, "</|DSML|function_calls>", &["</|DSML|invoke>"])
+}
+
+fn end_ascii_v4(body: &str) -> Option<(usize, usize)> {
+    marker_after(body, "</|DSML|tool_calls>", &["</|DSML|invoke>"])
+}
+
+fn dsml_ascii_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    dsml_calls(raw, &ascii_to_dsml(inner), terminated)
+}
+
+pub(crate) const DSML_BLOCKS: [Block; 4] = [
     Block {
         start: CALLS_V32,
         end: End::Finder {
@@ -155,5 +172,21 @@ pub(crate) const DSML_BLOCKS: [Block; 2] = [
             closers: ">",
         },
         parse: dsml_calls,
+    },
+    Block {
+        start: "<|DSML|function_calls>",
+        end: End::Finder {
+            find: end_ascii_v32,
+            closers: ">",
+        },
+        parse: dsml_ascii_calls,
+    },
+    Block {
+        start: "<|DSML|tool_calls>",
+        end: End::Finder {
+            find: end_ascii_v4,
+            closers: ">",
+        },
+        parse: dsml_ascii_calls,
     },
 ];

@@ -27,7 +27,13 @@ pub(crate) static FORMAT: Format = Format {
     prompt_style: PromptStyle::Hermes,
     hints: Hints {
         template: &[("<tool_call>", 90)],
-        names: &[("hermes", 200), ("qwen", 300), ("qwq", 300)],
+        // Granite 4 writes Hermes-style calls (Granite 3 has its own marker).
+        names: &[
+            ("hermes", 200),
+            ("granite4", 95),
+            ("qwen", 300),
+            ("qwq", 300),
+        ],
         // ChatML models are mostly trained on Hermes-style calls (and the Hermes form worked
         // better than the bracket form with SmolLM2 here).
         family: &[("<|im_start|>", 10)],

@@ -36,7 +36,7 @@ const SECTION_END_ALT: &str = "<|tool_call_section_end|>";
 const CALL: &str = "<|tool_call_begin|>";
 const ARGS: &str = "<|tool_call_argument_begin|>";
 const CALL_END: &str = "<|tool_call_end|>";
-const HIDDEN: &[&str] = &[SECTION_END, SECTION_END_ALT, CALL_END];
+const HIDDEN: &[&str] = &[SECTION_END, SECTION_END_ALT];
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
     let args = Value::Object(args.clone());
@@ -106,6 +106,22 @@ fn kimi_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     out
 }
 
+/// A call without the section markers around it (`inner` follows `<|tool_call_begin|>`).
+fn kimi_bare_call(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    if !terminated {
+        return vec![Parsed::bad(raw, format!("missing {CALL_END}"))];
+    }
+    let Some((id, args)) = inner.split_once(ARGS) else {
+        return vec![Parsed::bad(raw, format!("missing {ARGS}"))];
+    };
+    let name = name_of(id);
+    if name.is_empty() {
+        return vec![Parsed::bad(raw, "tool call without a name")];
+    }
+    let id = Some(id.trim().to_string()).filter(|s| !s.is_empty());
+    vec![call_with_json_args(raw, name, args, id)]
+}
+
 pub(crate) static KIMI: &[Block] = &[
     Block {
         start: SECTION,
@@ -122,5 +138,13 @@ pub(crate) static KIMI: &[Block] = &[
             closers: ">",
         },
         parse: kimi_calls,
+    },
+    Block {
+        start: CALL,
+        end: End::Finder {
+            find: |b| unquoted_end(b, CALL_END),
+            closers: ">",
+        },
+        parse: kimi_bare_call,
     },
 ];
