@@ -99,9 +99,6 @@ pub(crate) fn call_blocks(
     quote: &str,
     end: &str,
 ) -> Vec<Parsed> {
-    if !terminated {
-        return vec![Parsed::bad(raw, format!("missing {end}"))];
-    }
     let mut out = Vec::new();
     let mut p = Lit {
         s: inner,
@@ -119,12 +116,20 @@ pub(crate) fn call_blocks(
                 arguments,
                 id: None,
             }),
+            // Cut off by the end of the response: malformed, never a partial call.
+            Err(_) if !terminated => return vec![Parsed::bad(raw, format!("missing {end}"))],
             Err(e) => return vec![Parsed::bad(raw, e)],
         }
     }
     if out.is_empty() {
-        out.push(Parsed::bad(raw, "empty tool call"));
+        let error = if terminated {
+            "empty tool call".to_string()
+        } else {
+            format!("missing {end}")
+        };
+        out.push(Parsed::bad(raw, error));
     }
+    // Complete calls whose end marker never came (a runtime may stop at it) still count.
     out
 }
 
