@@ -81,11 +81,22 @@ fn chunkings(text: &str) -> Vec<(String, Vec<&str>)> {
     ]
 }
 
-/// Native events per call: one list per `feed`, then the `finish` list.
+/// Native events per call: one list per `feed`, then the `finish` list. `rkmcp:plugin@0.1.0` has
+/// no reasoning event, so the plugin passes reasoning on as text (the host splits reasoning off
+/// before a 0.1.0 plugin reads anything): native reasoning is compared as text.
 fn native(format: ToolFormat, pieces: &[&str]) -> Vec<Vec<DetectorEvent>> {
+    let as_01 = |events: Vec<DetectorEvent>| -> Vec<DetectorEvent> {
+        events
+            .into_iter()
+            .map(|e| match e {
+                DetectorEvent::Reasoning(t) => DetectorEvent::Text(t),
+                other => other,
+            })
+            .collect()
+    };
     let mut d = format.detector();
-    let mut calls: Vec<Vec<DetectorEvent>> = pieces.iter().map(|p| d.feed(p)).collect();
-    calls.push(d.finish());
+    let mut calls: Vec<Vec<DetectorEvent>> = pieces.iter().map(|p| as_01(d.feed(p))).collect();
+    calls.push(as_01(d.finish()));
     calls
 }
 

@@ -5,13 +5,21 @@
 //! response is not lost: the built-in detector for the same format re-reads everything the model
 //! said so far, and only what the plugin had not yet reported is passed on (the user never sees
 //! text twice, no call is run twice). The switch is reported as a notice.
+//!
+//! Reasoning is split off before a plugin reads anything: the `rkmcp:plugin@0.1.0` contract has
+//! no reasoning event, and a call written while reasoning must never run.
 use rkmcp_plugin_host::{Detector, DetectorSession};
-use rkmcp_tool_formats::{DetectorEvent, ToolCallDetector, ToolFormat};
+use rkmcp_tool_formats::{
+    DetectorEvent, DetectorOptions, ReasoningFilter, ToolCallDetector, ToolFormat,
+};
 
 /// The detector of one response.
 pub struct ResponseDetector {
     format: ToolFormat,
+    opts: DetectorOptions,
     active: Active,
+    /// In front of a plugin: takes the reasoning out of what it reads.
+    reasoning: Option<ReasoningFilter>,
     /// Everything fed so far, kept while a plugin reads (for the fallback's replay).
     fed: String,
     /// Bytes of text and number of calls (incl. malformed) already reported.
@@ -29,10 +37,12 @@ enum Active {
 
 impl ResponseDetector {
     /// The built-in detector for `format`.
-    pub fn builtin(format: ToolFormat) -> ResponseDetector {
+    pub fn builtin(format: ToolFormat, opts: &DetectorOptions) -> ResponseDetector {
         ResponseDetector {
             format,
-            active: Active::Builtin(format.detector()),
+            opts: opts.clone(),
+            active: Active::Builtin(format.detector_with(opts)),
+            reasoning: None,
             fed: String::new(),
             text_reported: 0,
             calls_reported: 0,
@@ -43,10 +53,11 @@ impl ResponseDetector {
     /// a notice) when the plugin cannot start one.
     pub async fn start(
         format: ToolFormat,
+        opts: &DetectorOptions,
         plugin: Option<&Detector>,
         dialect: &str,
     ) -> (ResponseDetector, Option<String>) {
-        let mut detector = ResponseDetector::builtin(format);
+        let mut detector = ResponseDetector::builtin(format, opts);
         let Some(plugin) = plugin else {
             return (detector, None);
         };
@@ -56,6 +67,7 @@ impl ResponseDetector {
                     name: plugin.name().to_string(),
                     session,
                 };
+                detector.reasoning = Some(ReasoningFilter::new(format, opts.reasoning_open));
                 (detector, None)
             }
             Err(err) => {
@@ -75,8 +87,19 @@ impl ResponseDetector {
 
     /// Events completed by `chunk`, and a notice if the plugin failed on it.
     pub async fn feed(&mut self, chunk: &str) -> (Vec<DetectorEvent>, Option<String>) {
+        let (mut events, answer) = match &mut self.reasoning {
+            Some(filter) if matches!(self.active, Active::Plugin { .. }) => filter.feed(chunk),
+            _ => (Vec::new(), chunk.to_string()),
+        };
+        let (found, notice) = self.feed_answer(&answer).await;
+        events.extend(found);
+        (events, notice)
+    }
+
+    async fn feed_answer(&mut self, chunk: &str) -> (Vec<DetectorEvent>, Option<String>) {
         let found = match &mut self.active {
             Active::Builtin(d) => Ok(d.feed(chunk)),
+            Active::Plugin { .. } if chunk.is_empty() => Ok(Vec::new()),
             Active::Plugin { name, session } => {
                 self.fed.push_str(chunk);
                 session
@@ -93,6 +116,23 @@ impl ResponseDetector {
 
     /// The end of the response: what was held back.
     pub async fn finish(&mut self) -> (Vec<DetectorEvent>, Option<String>) {
+        let mut reasoning = Vec::new();
+        let mut notice = None;
+        if let Some(filter) = &mut self.reasoning
+            && matches!(self.active, Active::Plugin { .. })
+        {
+            let (events, answer) = filter.finish();
+            reasoning = events;
+            let (found, n) = self.feed_answer(&answer).await;
+            reasoning.extend(found);
+            notice = n;
+        }
+        let (found, n) = self.finish_answer().await;
+        reasoning.extend(found);
+        (reasoning, notice.or(n))
+    }
+
+    async fn finish_answer(&mut self) -> (Vec<DetectorEvent>, Option<String>) {
         let found = match &mut self.active {
             Active::Builtin(d) => Ok(d.finish()),
             Active::Plugin { name, session } => session
@@ -117,7 +157,10 @@ impl ResponseDetector {
     /// Replaces the plugin with the built-in detector, which re-reads the whole response so far;
     /// returns only what the plugin had not reported.
     fn fall_back(&mut self) -> Vec<DetectorEvent> {
-        let mut builtin = self.format.detector();
+        // The plugin read the answer only (reasoning was split off): so does its replacement.
+        let mut answer_only = self.opts.clone();
+        answer_only.reasoning_open = false;
+        let mut builtin = self.format.detector_with(&answer_only);
         let replayed = builtin.feed(&std::mem::take(&mut self.fed));
         self.active = Active::Builtin(builtin);
         let (mut skip_text, mut skip_calls) = (self.text_reported, self.calls_reported);
@@ -146,6 +189,8 @@ impl ResponseDetector {
         for e in &events {
             match e {
                 DetectorEvent::Text(t) => self.text_reported += t.len(),
+                // Reasoning is split off before a plugin: never replayed.
+                DetectorEvent::Reasoning(_) => {}
                 _ => self.calls_reported += 1,
             }
         }
@@ -166,7 +211,13 @@ mod tests {
 
     #[tokio::test]
     async fn the_builtin_detector_is_used_without_a_plugin() {
-        let (mut d, notice) = ResponseDetector::start(ToolFormat::Hermes, None, "hermes").await;
+        let (mut d, notice) = ResponseDetector::start(
+            ToolFormat::Hermes,
+            &DetectorOptions::default(),
+            None,
+            "hermes",
+        )
+        .await;
         assert!(notice.is_none() && d.plugin_name().is_none());
         let mut events = d
             .feed("Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}")
@@ -181,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_fallback_reports_only_what_was_not_reported() {
-        let mut d = ResponseDetector::builtin(ToolFormat::Hermes);
+        let mut d = ResponseDetector::builtin(ToolFormat::Hermes, &DetectorOptions::default());
         // As if a plugin had read the first call and shown "Before ".
         d.fed = "Before <tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call> middle <tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>".into();
         d.text_reported = "Before ".len();

@@ -14,7 +14,10 @@ use rkmcp_tool_formats::convert::{
     CallToolResultLike, ContentItem, ResultOptions, ToolDef, example_call, format_tool_result_with,
     result_body,
 };
-use rkmcp_tool_formats::{DetectorEvent, ToolCall};
+use rkmcp_tool_formats::{
+    DetectorEvent, DetectorOptions, ReasoningFilter, ToolCall, reasoning_open_in_prompt,
+    strip_reasoning,
+};
 
 use super::approval::{ApprovalRequest, Approver, Verdict};
 use super::convert::ConverterPlugin;
@@ -35,6 +38,11 @@ pub enum ChatEvent {
     },
     /// Answer text for the user, streamed (call markers removed).
     Text {
+        text: String,
+    },
+    /// The model's reasoning, streamed apart from the answer (never scanned for calls, not fed
+    /// back in later turns).
+    Reasoning {
         text: String,
     },
     /// The model asked for a valid call; approval comes next.
@@ -372,6 +380,7 @@ impl ChatEngine {
                 decision,
                 raw: raw.clone(),
                 text: detected.text.clone(),
+                reasoning: detected.reasoning.clone(),
                 finish: generation.as_ref().map(|g| g.0),
                 stats: generation.as_ref().map(|g| g.1.clone()),
                 grammar: grammar_name,
@@ -379,9 +388,11 @@ impl ChatEngine {
                 calls: Vec::new(),
                 rejected: Vec::new(),
             };
-            // The model's own words, markers included, so it sees its calls next round.
-            if !raw.is_empty() {
-                self.history.push(Message::assistant(raw.clone()));
+            // The model's own words, markers included, so it sees its calls next round; its
+            // reasoning is left out, as chat templates drop it from earlier turns.
+            let said = strip_reasoning(self.plan.format, detected.reasoning_open, &raw);
+            if !said.trim().is_empty() {
+                self.history.push(Message::assistant(said));
             }
             outcome.answer = detected.text.trim().to_string();
             if cancel.is_cancelled() {
@@ -572,6 +583,16 @@ impl ChatEngine {
         events: &UnboundedSender<ChatEvent>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<(String, Option<(FinishReason, Stats)>, Detected)> {
+        // Whether the rendered prompt already opened a reasoning block (`<think>` at its end).
+        let reasoning_open = match self.backend.render(request.messages.clone()).await {
+            Ok(prompt) => reasoning_open_in_prompt(&prompt),
+            Err(err) => {
+                tracing::debug!("rendering the prompt to look for an open reasoning block: {err}");
+                false
+            }
+        };
+        let mut opts = DetectorOptions::for_tools(&self.plan.tools);
+        opts.reasoning_open = reasoning_open;
         let mut stream = self.backend.generate(request);
         let mut detector = if offers_tools {
             let dialect = self
@@ -579,15 +600,24 @@ impl ChatEngine {
                 .detector_format
                 .clone()
                 .unwrap_or_else(|| self.plan.format.name().to_string());
-            let (d, notice) =
-                ResponseDetector::start(self.plan.format, self.detector_plugin.as_ref(), &dialect)
-                    .await;
+            let (d, notice) = ResponseDetector::start(
+                self.plan.format,
+                &opts,
+                self.detector_plugin.as_ref(),
+                &dialect,
+            )
+            .await;
             notify(events, notice);
             Some(d)
         } else {
             None
         };
-        let mut detected = Detected::default();
+        // Without tools there is no detector, but reasoning is still kept apart.
+        let mut reasoning_only = ReasoningFilter::new(self.plan.format, reasoning_open);
+        let mut detected = Detected {
+            reasoning_open,
+            ..Detected::default()
+        };
         let mut raw = String::new();
         let mut aborted = false;
         loop {
@@ -612,12 +642,20 @@ impl ChatEngine {
                     notify(events, notice);
                     detected.take(found, events);
                 }
-                None => detected.take(vec![DetectorEvent::Text(chunk)], events),
+                None => {
+                    let (mut found, answer) = reasoning_only.feed(&chunk);
+                    found.push(DetectorEvent::Text(answer));
+                    detected.take(found, events);
+                }
             }
         }
         if let Some(d) = detector.as_mut() {
             let (found, notice) = d.finish().await;
             notify(events, notice);
+            detected.take(found, events);
+        } else {
+            let (mut found, answer) = reasoning_only.finish();
+            found.push(DetectorEvent::Text(answer));
             detected.take(found, events);
         }
         let generation = match stream.finish().await {
@@ -891,6 +929,10 @@ impl ChatEngine {
 #[derive(Default)]
 struct Detected {
     text: String,
+    /// The model's reasoning, kept apart from `text`.
+    reasoning: String,
+    /// The rendered prompt had opened a reasoning block.
+    reasoning_open: bool,
     calls: Vec<ToolCall>,
     /// (raw, error)
     malformed: Vec<(String, String)>,
@@ -900,10 +942,14 @@ impl Detected {
     fn take(&mut self, found: Vec<DetectorEvent>, events: &UnboundedSender<ChatEvent>) {
         for ev in found {
             match ev {
-                DetectorEvent::Text(t) if t.is_empty() => {}
+                DetectorEvent::Text(t) | DetectorEvent::Reasoning(t) if t.is_empty() => {}
                 DetectorEvent::Text(t) => {
                     self.text.push_str(&t);
                     let _ = events.send(ChatEvent::Text { text: t });
+                }
+                DetectorEvent::Reasoning(t) => {
+                    self.reasoning.push_str(&t);
+                    let _ = events.send(ChatEvent::Reasoning { text: t });
                 }
                 DetectorEvent::ToolCall(c) => self.calls.push(c),
                 DetectorEvent::Malformed { raw, error } => self.malformed.push((raw, error)),

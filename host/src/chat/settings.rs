@@ -227,6 +227,10 @@ pub struct ChatSettings {
     /// the system prompt, the grammar of call rounds and the tool results the model reads; the
     /// built-in converter takes over for anything the plugin fails on.
     pub converter: Option<String>,
+    /// Show the model's reasoning (`<think>…</think>`, harmony's analysis channel) dimmed
+    /// before its answer; hidden by default (a status line says the model is reasoning).
+    /// Reasoning is never scanned for calls and never fed back in later turns.
+    pub show_reasoning: bool,
     /// A grammar for every round instead of the generated one (`ask --grammar`); not a config key.
     #[serde(skip)]
     pub grammar: Option<String>,
@@ -247,6 +251,7 @@ impl Default for ChatSettings {
             max_fix_attempts: 2,
             parallel_calls: true,
             result_max_chars: rkmcp_tool_formats::convert::DEFAULT_RESULT_LIMIT,
+            show_reasoning: false,
             stop: Vec::new(),
             approval: ApprovalConfig::default(),
             detector: None,

@@ -59,8 +59,11 @@ pub struct RoundRecord {
     pub decision: Option<String>,
     /// The model's output as generated, call markers included.
     pub raw: String,
-    /// What the user was shown.
+    /// What the user was shown as the answer.
     pub text: String,
+    /// The model's reasoning, recorded apart from the answer.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reasoning: String,
     pub finish: Option<FinishReason>,
     pub stats: Option<Stats>,
     /// `none`, `call-or-answer`, `call-only`, `tool-or-answer_directly` (then `answer-only` if it

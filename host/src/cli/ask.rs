@@ -157,6 +157,9 @@ pub struct ChatArgs {
     /// Stop before this text (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub stop: Vec<String>,
+    /// Show the model's reasoning (dimmed) before its answer (`[chat] show_reasoning`).
+    #[arg(long)]
+    pub show_reasoning: bool,
 }
 
 impl ChatArgs {
@@ -189,6 +192,9 @@ impl ChatArgs {
             settings.max_rounds = v;
         }
         settings.stop.extend(self.stop.iter().cloned());
+        if self.show_reasoning {
+            settings.show_reasoning = true;
+        }
         settings
     }
 }

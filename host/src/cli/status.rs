@@ -8,6 +8,7 @@ use rkmcp_llm::Stats;
 use crate::chat::ChatEngine;
 use crate::chat::approval::Verdict;
 use crate::chat::engine::ChatEvent;
+use crate::chat::transcript::Transcript;
 use crate::mcp::StartFailure;
 
 /// Dim text on a colour terminal (`NO_COLOR` respected).
@@ -44,7 +45,10 @@ pub fn print_start(engine: &ChatEngine, failures: &[StartFailure]) {
     );
     let plugins = plugins_in_use(t);
     if !plugins.is_empty() {
-        eprintln!("{}", dim(&format!("rkmcp: plugins: {}", plugins.join(", "))));
+        eprintln!(
+            "{}",
+            dim(&format!("rkmcp: plugins: {}", plugins.join(", ")))
+        );
     }
     for f in failures {
         eprintln!("[MCP: server '{}' did not start: {}]", f.server, f.error);
@@ -80,6 +84,12 @@ pub struct Printer {
     calls: usize,
     /// The approval-guard plugins that review every call: an allowed call names them.
     guards: Vec<String>,
+    /// `--show-reasoning`: print reasoning dimmed; else one status line per round.
+    show_reasoning: bool,
+    /// Reasoning was already announced or printed in this round.
+    reasoning_seen: bool,
+    /// Printed reasoning ended mid-line (stderr).
+    reasoning_line_open: bool,
 }
 
 impl Default for Printer {
@@ -97,13 +107,18 @@ impl Printer {
             last_stats: None,
             calls: 0,
             guards: Vec::new(),
+            show_reasoning: false,
+            reasoning_seen: false,
+            reasoning_line_open: false,
         }
     }
 
-    /// A printer for this engine's chat: calls it allows say which guard plugins reviewed them.
+    /// A printer for this engine's chat: calls it allows say which guard plugins reviewed them,
+    /// and reasoning is shown as `show_reasoning` says.
     pub fn for_engine(engine: &ChatEngine) -> Printer {
         Printer {
             guards: engine.transcript().guards.clone(),
+            show_reasoning: engine.settings().show_reasoning,
             ..Printer::new()
         }
     }
@@ -135,6 +150,10 @@ impl Printer {
                     }
                     return;
                 }
+                if self.reasoning_line_open {
+                    self.reasoning_line_open = false;
+                    eprintln!();
+                }
                 let mut out = std::io::stdout();
                 let _ = out.write_all(self.held.as_bytes());
                 let _ = out.write_all(body.as_bytes());
@@ -143,6 +162,34 @@ impl Printer {
                 self.held.push_str(trailing);
                 self.block_start = false;
                 self.at_line_start = body.ends_with('\n');
+            }
+            ChatEvent::Reasoning { text } => {
+                if !self.show_reasoning {
+                    if !self.reasoning_seen {
+                        self.reasoning_seen = true;
+                        self.status(dim("[reasoning… --show-reasoning shows it]"));
+                    }
+                    return;
+                }
+                // The model's text: no control sequences reach the terminal.
+                let text: String = text
+                    .chars()
+                    .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+                    .collect();
+                let text = if self.reasoning_seen {
+                    text
+                } else {
+                    text.trim_start().to_string()
+                };
+                if text.is_empty() {
+                    return;
+                }
+                self.reasoning_seen = true;
+                // On stderr with the status lines: `rkmcp ask … > answer.txt` keeps the answer.
+                eprint!("{}", dim(&text));
+                self.reasoning_line_open = !text.ends_with('\n');
+                // The answer starts on a fresh block after the reasoning.
+                self.block_start = true;
             }
             ChatEvent::ToolCall {
                 name: _,
@@ -195,6 +242,7 @@ impl Printer {
             ChatEvent::Generated { stats, .. } => self.last_stats = Some(stats.clone()),
             ChatEvent::Notice { message } => self.status(format!("[rkmcp: {message}]")),
             ChatEvent::Round { .. } => {
+                self.reasoning_seen = false;
                 self.held.clear();
                 self.block_start = true;
             }

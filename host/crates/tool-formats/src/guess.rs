@@ -1,66 +1,28 @@
-//! Guessing the tool-call format from a chat template and/or model name.
+//! Guessing the tool-call format from a chat template and/or model name. The markers live with
+//! each format (`formats::*::FORMAT.hints`); their ranks order them across formats.
 
 use crate::ToolFormat;
 
-/// Template markers, most specific first: a template that mentions the exact call syntax wins
-/// over any family resemblance.
-const TEMPLATE_MARKERS: &[(&str, ToolFormat)] = &[
-    ("[TOOL_CALL]", ToolFormat::ToolCallJson),
-    ("<argument name=", ToolFormat::ToolCallXml),
-    ("<tool_call name=", ToolFormat::ToolCallXml),
-    ("<function=", ToolFormat::Qwen3Coder),
-    ("<parameter=", ToolFormat::Qwen3Coder),
-    ("tool▁calls▁begin", ToolFormat::Deepseek),
-    ("tool▁call▁begin", ToolFormat::Deepseek),
-    ("<|channel|>", ToolFormat::Harmony),
-    ("<|constrain|>", ToolFormat::Harmony),
-    ("[TOOL_CALLS]", ToolFormat::Mistral),
-    ("<|tool_call|>", ToolFormat::Granite),
-    ("<tool_call>", ToolFormat::Hermes),
-    ("<|python_start|>", ToolFormat::Pythonic),
-    ("[func_name1(", ToolFormat::Pythonic),
-    ("<|python_tag|>", ToolFormat::Llama3),
-    ("tool_code", ToolFormat::Gemma),
-];
-
-/// Model-name fragments (lowercase, matched after removing `-`, `_`, `.` and spaces), most
-/// specific first.
-const NAME_MARKERS: &[(&str, ToolFormat)] = &[
-    ("qwen3coder", ToolFormat::Qwen3Coder),
-    // Qwen3.5 was trained on the Qwen3-Coder XML form.
-    ("qwen35", ToolFormat::Qwen3Coder),
-    ("gptoss", ToolFormat::Harmony),
-    ("deepseek", ToolFormat::Deepseek),
-    ("granite", ToolFormat::Granite),
-    ("mistral", ToolFormat::Mistral),
-    ("mixtral", ToolFormat::Mistral),
-    ("ministral", ToolFormat::Mistral),
-    ("magistral", ToolFormat::Mistral),
-    ("devstral", ToolFormat::Mistral),
-    ("codestral", ToolFormat::Mistral),
-    ("gemma", ToolFormat::Gemma),
-    // Hermes fine-tunes of Llama use Hermes calls.
-    ("hermes", ToolFormat::Hermes),
-    ("llama4", ToolFormat::Pythonic),
-    ("llama32", ToolFormat::Llama3),
-    ("llama31", ToolFormat::Llama3),
-    ("llama33", ToolFormat::Llama3),
-    ("llama3", ToolFormat::Llama3),
-    ("qwen", ToolFormat::Hermes),
-    ("qwq", ToolFormat::Hermes),
-    ("smollm3", ToolFormat::Hermes),
-];
+/// The first (lowest-ranked) format whose marker `hit` accepts, among the markers `pick` takes
+/// from each format's hints.
+fn best(
+    pick: impl Fn(&crate::formats::Hints) -> &'static [(&'static str, u16)],
+    hit: impl Fn(&str) -> bool,
+) -> Option<ToolFormat> {
+    ToolFormat::all()
+        .iter()
+        .flat_map(|f| pick(&f.spec().hints).iter().map(move |(m, r)| (*r, *f, *m)))
+        .filter(|(_, _, m)| hit(m))
+        .min_by_key(|(r, _, _)| *r)
+        .map(|(_, f, _)| f)
+}
 
 pub(crate) fn guess(chat_template: Option<&str>, model_name: Option<&str>) -> ToolFormat {
     if let Some(t) = chat_template {
         // Several markers may appear (e.g. a Qwen3-Coder template also contains `<tool_call>`):
-        // the table order decides, not the position in the template.
-        if let Some((_, f)) = TEMPLATE_MARKERS.iter().find(|(m, _)| t.contains(m)) {
-            return *f;
-        }
-        // Llama 3.1-style JSON calls without the python tag.
-        if t.contains("<|start_header_id|>") && t.contains("\"parameters\"") {
-            return ToolFormat::Llama3;
+        // the ranks decide, not the position in the template.
+        if let Some(f) = best(|h| h.template, |m| t.contains(m)) {
+            return f;
         }
     }
     if let Some(n) = model_name {
@@ -69,28 +31,14 @@ pub(crate) fn guess(chat_template: Option<&str>, model_name: Option<&str>) -> To
             .chars()
             .filter(|c| !matches!(c, '-' | '_' | '.' | ' '))
             .collect();
-        if let Some((_, f)) = NAME_MARKERS.iter().find(|(m, _)| squashed.contains(m)) {
-            return *f;
+        if let Some(f) = best(|h| h.names, |m| squashed.contains(m)) {
+            return f;
         }
     }
-    if let Some(t) = chat_template {
-        // Family resemblance only: ChatML models are mostly trained on Hermes-style calls, and
-        // the Hermes form worked better than the bracket form with SmolLM2 here.
-        if t.contains("<|im_start|>") {
-            return ToolFormat::Hermes;
-        }
-        if t.contains("<|start_header_id|>") {
-            return ToolFormat::Llama3;
-        }
-        if t.contains("<|start_of_role|>") {
-            return ToolFormat::Granite;
-        }
-        if t.contains("<start_of_turn>") {
-            return ToolFormat::Gemma;
-        }
-        if t.contains("[INST]") {
-            return ToolFormat::Mistral;
-        }
+    if let Some(t) = chat_template
+        && let Some(f) = best(|h| h.family, |m| t.contains(m))
+    {
+        return f;
     }
     ToolFormat::ToolCallJson
 }
@@ -130,6 +78,15 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
     const LLAMA4: &str = r##"{{- '<|header_start|>assistant<|header_end|>\n\n' -}}{%- if message.tool_calls -%}{{- "<|python_start|>" }}{{- "[" + tool_call.function.name + "(" }}{{- "<|python_end|>" }}{%- endif -%}"##;
     const SEED_MARKDOWN: &str = r##"To call a tool, reply with [TOOL_CALL]{"name": "tool", "arguments": {}}[END_TOOL_CALL]"##;
 
+    const GEMMA4: &str = r##"{{- '<|turn>model\n' -}}{%- for tool_call in message['tool_calls'] -%}{{- '<|tool_call>call:' + function['name'] + '{' -}}{{- key + ':<|"|>' + value + '<|"|>' -}}{{- '}<tool_call|>' -}}"##;
+    const GLM45: &str = r##"[gMASK]<sop>{%- if tools -%}<|system|>\n# Tools\n<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n</tool_call>{%- endif -%}"##;
+    const KIMI_K2: &str = r##"{%- if message['tool_calls'] -%}<|tool_calls_section_begin|>{%- for tool_call in message['tool_calls'] -%}<|tool_call_begin|>{{ tool_call['id'] }}<|tool_call_argument_begin|>{{ tool_call['function']['arguments'] }}<|tool_call_end|>{%- endfor -%}<|tool_calls_section_end|>{%- endif -%}<|im_assistant|>"##;
+    const DEEPSEEK_V32: &str =
+        r##"{{ '<｜DSML｜function_calls>\n<｜DSML｜invoke name="' + tool.name + '">' }}"##;
+    const PHI4_MINI: &str = r##"<|system|>{{ message['content'] }}<|tool|>{{ message['tools'] }}<|/tool|><|end|>{% if message['tool_calls'] %}functools[{{ message['tool_calls'] | tojson }}]{% endif %}"##;
+    const LFM2: &str = r##"{{- '<|im_start|>assistant\n' -}}{{- '<|tool_call_start|>[' + calls + ']<|tool_call_end|>' -}}"##;
+    const SMOLLM3: &str = r##"{%- if xml_tools or python_tools or tools -%}<|im_start|>system\n{%- set xml_tool_string = '<tool_call>' -%}{%- endif -%}"##;
+
     #[test]
     fn guesses_from_real_template_fragments() {
         let cases: &[(&str, &str, ToolFormat)] = &[
@@ -147,6 +104,13 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
             ("llama 3.2 pythonic", LLAMA32_PYTHONIC, Pythonic),
             ("llama 4", LLAMA4, Pythonic),
             ("seed markdown", SEED_MARKDOWN, ToolCallJson),
+            ("gemma 4", GEMMA4, Gemma4),
+            ("glm 4.5", GLM45, Glm),
+            ("kimi k2", KIMI_K2, KimiK2),
+            ("deepseek v3.2", DEEPSEEK_V32, DeepseekDsml),
+            ("phi-4-mini", PHI4_MINI, Phi4),
+            ("lfm2", LFM2, Lfm2),
+            ("smollm3", SMOLLM3, Smollm3),
         ];
         for (what, tmpl, want) in cases {
             assert_eq!(guess(Some(tmpl), None), *want, "{what}");
@@ -181,6 +145,18 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
             ("granite-3.1-2b-instruct", Granite),
             ("Hermes-3-Llama-3.2-3B", Hermes),
             ("SmolLM2-135M-Instruct.Q4_1.gguf", ToolCallJson),
+            ("gemma-4-E4B-it-Q4_K_M.gguf", Gemma4),
+            ("functiongemma-270m-it", FunctionGemma),
+            ("GLM-4.5-Air", Glm),
+            ("GLM-4.7-Flash", Glm),
+            ("Kimi-K2-Instruct-0905", KimiK2),
+            ("DeepSeek-V3.2-Exp", DeepseekDsml),
+            ("DeepSeek-V3.1-Terminus", Deepseek),
+            ("Phi-4-mini-instruct", Phi4),
+            ("LFM2-1.2B-Tool", Lfm2),
+            ("xLAM-2-8b-fc-r", Xlam),
+            ("SmolLM3-3B", Smollm3),
+            ("granite-4.0-h-micro", Hermes),
         ];
         for (name, want) in cases {
             assert_eq!(guess(None, Some(name)), *want, "{name}");

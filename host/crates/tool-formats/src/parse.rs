@@ -11,6 +11,13 @@ pub(crate) enum Parsed {
         arguments: Value,
         id: Option<String>,
     },
+    /// A call whose argument values the model wrote as text (XML-style formats): typed by the
+    /// tool's schema when the detector knows it, else guessed (see [`typed_value`]).
+    TextCall {
+        name: String,
+        args: Vec<(String, String)>,
+        id: Option<String>,
+    },
     Bad {
         raw: String,
         error: String,
@@ -23,6 +30,32 @@ impl Parsed {
             raw: raw.to_string(),
             error: error.into(),
         }
+    }
+}
+
+/// The one place that reads a JSON text of arguments: empty means no arguments, anything but an
+/// object is an error (`arguments must be a JSON object, got …`).
+pub(crate) fn json_arguments(text: &str) -> Result<Value, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    match serde_json::from_str::<Value>(t) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(v) => Err(format!("arguments must be a JSON object, got {}", kind(&v))),
+        Err(e) => Err(format!("invalid JSON arguments: {e}")),
+    }
+}
+
+/// A call named `name` whose arguments are the JSON text `args`, or `Bad` with `raw`.
+pub(crate) fn call_with_json_args(raw: &str, name: &str, args: &str, id: Option<String>) -> Parsed {
+    match json_arguments(args) {
+        Ok(arguments) => Parsed::Call {
+            name: name.to_string(),
+            arguments,
+            id,
+        },
+        Err(e) => Parsed::bad(raw, e),
     }
 }
 
@@ -150,9 +183,117 @@ pub(crate) fn coerce_value(raw: &str) -> Value {
             Value::Number(_) | Value::Bool(_) | Value::Object(_) | Value::Array(_)
         )
     {
-        return v;
+        // An integer too long for 64 bits would lose digits as a float: an id, not a number.
+        let lossy = matches!(&v, Value::Number(n) if n.is_f64())
+            && t.trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit());
+        if !lossy {
+            return v;
+        }
     }
     Value::String(decode_entities(s))
+}
+
+/// JSON Schema type names a property allows (`type` as a string or list, `anyOf`/`oneOf`
+/// branches, or the kinds of its `enum`/`const` values).
+fn schema_types(schema: &Value) -> Vec<&str> {
+    let mut out = Vec::new();
+    match schema.get("type") {
+        Some(Value::String(t)) => out.push(t.as_str()),
+        Some(Value::Array(ts)) => out.extend(ts.iter().filter_map(Value::as_str)),
+        _ => {}
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = schema.get(key) {
+            for b in branches {
+                out.extend(schema_types(b));
+            }
+        }
+    }
+    let literals = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .map(|e| e.iter().collect::<Vec<_>>())
+        .or_else(|| schema.get("const").map(|c| vec![c]));
+    if out.is_empty()
+        && let Some(values) = literals
+    {
+        for v in values {
+            out.push(match v {
+                Value::String(_) => "string",
+                Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+                Value::Number(_) => "number",
+                Value::Bool(_) => "boolean",
+                Value::Null => "null",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+            });
+        }
+    }
+    out
+}
+
+/// A value the model wrote as text, typed by the property's schema: strings stay strings
+/// (`"123456789012345678901"` too); integers, numbers, booleans (`true`/`True`), null
+/// (`null`/`None`), arrays and objects (JSON, or Python literals) by the schema. Text that does
+/// not fit any non-string type the schema allows stays a string. Without a schema the type is
+/// guessed ([`coerce_value`]). `entities`: the format escapes `<>&` as XML entities.
+pub(crate) fn typed_value(raw: &str, schema: Option<&Value>, entities: bool) -> Value {
+    let s = raw.strip_prefix('\n').unwrap_or(raw);
+    let s = s.strip_suffix('\n').unwrap_or(s);
+    let text = || {
+        if entities {
+            decode_entities(s)
+        } else {
+            s.to_string()
+        }
+    };
+    let types = schema.map(schema_types).unwrap_or_default();
+    if types.is_empty() {
+        return match coerce_value(raw) {
+            Value::String(_) => Value::String(text()),
+            v => v,
+        };
+    }
+    let t = s.trim();
+    for ty in &types {
+        let v = match *ty {
+            "integer" | "number" => serde_json::from_str::<serde_json::Number>(t)
+                .ok()
+                .map(Value::Number),
+            "boolean" => match t {
+                "true" | "True" | "TRUE" => Some(Value::Bool(true)),
+                "false" | "False" | "FALSE" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            "null" => matches!(t, "null" | "None" | "NULL").then_some(Value::Null),
+            "object" | "array" => {
+                let want_obj = *ty == "object";
+                let parsed = serde_json::from_str::<Value>(t)
+                    .ok()
+                    .or_else(|| Py::new(t).literal().ok());
+                parsed.filter(|v| {
+                    if want_obj {
+                        v.is_object()
+                    } else {
+                        v.is_array()
+                    }
+                })
+            }
+            _ => None,
+        };
+        if let Some(v) = v {
+            return v;
+        }
+    }
+    if types.contains(&"string") {
+        return Value::String(text());
+    }
+    match coerce_value(raw) {
+        Value::String(_) => Value::String(text()),
+        v => v,
+    }
 }
 
 pub(crate) fn decode_entities(s: &str) -> String {
@@ -354,6 +495,16 @@ impl<'a> Py<'a> {
         Ok(out)
     }
 
+    /// One Python literal that must fill the whole text.
+    pub(crate) fn literal(&mut self) -> Result<Value, String> {
+        let v = self.value()?;
+        if self.at_end() {
+            Ok(v)
+        } else {
+            Err(self.err("unexpected text after the value"))
+        }
+    }
+
     fn value(&mut self) -> Result<Value, String> {
         self.ws();
         let r = self.rest();
@@ -494,6 +645,85 @@ mod tests {
         assert_eq!(coerce_value("null"), json!("null"));
         assert_eq!(coerce_value("\"q\""), json!("\"q\""));
         assert_eq!(coerce_value("a &lt; b"), json!("a < b"));
+        assert_eq!(
+            coerce_value("123456789012345678901"),
+            json!("123456789012345678901")
+        );
+        assert_eq!(coerce_value("-12"), json!(-12));
+    }
+
+    #[test]
+    fn text_values_typed_by_schema() {
+        let s = |t: serde_json::Value| json!({ "type": t });
+        let big = "123456789012345678901";
+        assert_eq!(
+            typed_value(big, Some(&s(json!("string"))), false),
+            json!(big)
+        );
+        assert_eq!(
+            typed_value("\n42\n", Some(&s(json!("integer"))), false),
+            json!(42)
+        );
+        assert_eq!(
+            typed_value("2.5", Some(&s(json!("number"))), false),
+            json!(2.5)
+        );
+        assert_eq!(
+            typed_value("True", Some(&s(json!("boolean"))), false),
+            json!(true)
+        );
+        assert_eq!(
+            typed_value("None", Some(&s(json!(["string", "null"]))), false),
+            json!(null)
+        );
+        assert_eq!(
+            typed_value("Paris", Some(&s(json!(["string", "null"]))), false),
+            json!("Paris")
+        );
+        assert_eq!(
+            typed_value("{'a': [1, None]}", Some(&s(json!("object"))), false),
+            json!({"a": [1, null]})
+        );
+        assert_eq!(
+            typed_value("[1, 2]", Some(&s(json!("array"))), false),
+            json!([1, 2])
+        );
+        // Text that fits no type the schema allows stays text.
+        assert_eq!(
+            typed_value("many", Some(&s(json!("integer"))), false),
+            json!("many")
+        );
+        assert_eq!(
+            typed_value("c", Some(&json!({"enum": ["c", "f"]})), false),
+            json!("c")
+        );
+        assert_eq!(
+            typed_value("a &lt; b", Some(&s(json!("string"))), true),
+            json!("a < b")
+        );
+        assert_eq!(
+            typed_value("a &lt; b", Some(&s(json!("string"))), false),
+            json!("a &lt; b")
+        );
+        // Without a schema: guessed.
+        assert_eq!(typed_value("7", None, false), json!(7));
+        assert_eq!(typed_value("x", None, false), json!("x"));
+    }
+
+    #[test]
+    fn json_arguments_must_be_an_object() {
+        assert_eq!(json_arguments(" "), Ok(json!({})));
+        assert_eq!(json_arguments(r#"{"a":1}"#), Ok(json!({"a":1})));
+        assert!(
+            json_arguments("[1]")
+                .unwrap_err()
+                .contains("must be a JSON object, got an array")
+        );
+        assert!(
+            json_arguments("{")
+                .unwrap_err()
+                .contains("invalid JSON arguments")
+        );
     }
 
     #[test]

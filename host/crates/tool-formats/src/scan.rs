@@ -132,6 +132,45 @@ pub(crate) fn py_value_end(s: &str) -> Option<usize> {
     None
 }
 
+/// The first of `markers` in `body` outside JSON strings (`"…"` with backslash escapes, ended
+/// by a raw newline too):
+/// `(position, marker index)`. A marker quoted in an argument value does not end the block.
+pub(crate) fn unquoted_find(body: &str, markers: &[&str]) -> Option<(usize, usize)> {
+    let b = body.as_bytes();
+    let mut in_str = false;
+    let mut esc = false;
+    for (i, &c) in b.iter().enumerate() {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if c == b'\\' {
+                esc = true;
+            } else if c == b'"' || c == b'\n' {
+                // A raw newline cannot be inside a JSON string: the quotes were broken, so
+                // the damage stays within one line.
+                in_str = false;
+            }
+            continue;
+        }
+        if c == b'"' {
+            in_str = true;
+            continue;
+        }
+        if let Some(m) = markers
+            .iter()
+            .position(|m| m.as_bytes().first() == Some(&c) && body[i..].starts_with(m))
+        {
+            return Some((i, m));
+        }
+    }
+    None
+}
+
+/// [`unquoted_find`] for one marker, as `(position, position after the marker)`.
+pub(crate) fn unquoted_end(body: &str, marker: &str) -> Option<(usize, usize)> {
+    unquoted_find(body, &[marker]).map(|(p, _)| (p, p + marker.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,5 +205,7 @@ mod tests {
         assert_eq!(json_value_end(s), Some(s.len() - 5));
         assert_eq!(json_value_end(r#"{"a":"#), None);
         assert_eq!(py_value_end("[f(a=')'), g()] x"), Some(15));
+        assert_eq!(unquoted_end(r#"{"a":"<e>"}<e>"#, "<e>"), Some((11, 14)));
+        assert_eq!(unquoted_end(r#"{"a":"<e>\"<e>"#, "<e>"), None);
     }
 }

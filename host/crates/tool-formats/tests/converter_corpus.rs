@@ -10,7 +10,7 @@ use rkmcp_tool_formats::convert::{
     parse_tool_result_json, parse_tools_json, render_tool_section_for, result_body,
     rkllm_function_tools_json,
 };
-use rkmcp_tool_formats::{DetectorEvent, ToolCall, ToolFormat, detect_all};
+use rkmcp_tool_formats::{DetectorEvent, DetectorOptions, ToolCall, ToolFormat, detect_all_with};
 use serde_json::{Value, json};
 
 fn corpus_dir(kind: &str) -> PathBuf {
@@ -129,14 +129,16 @@ fn the_example_call_each_format_teaches_is_read_back_by_its_detector() {
             for t in &tools {
                 let args = sample_arguments(t);
                 let example = example_call(format, &t.name, &args);
-                let calls: Vec<ToolCall> = detect_all(format, &example)
+                // Values written as text are typed by the tools' schemas.
+                let opts = DetectorOptions::for_tools(&tools);
+                let calls: Vec<ToolCall> = detect_all_with(format, &opts, &example)
                     .into_iter()
                     .filter_map(|e| match e {
                         DetectorEvent::ToolCall(c) => Some(c),
                         DetectorEvent::Malformed { error, .. } => {
                             panic!("{set}/{format}: {example} is malformed: {error}")
                         }
-                        DetectorEvent::Text(_) => None,
+                        DetectorEvent::Text(_) | DetectorEvent::Reasoning(_) => None,
                     })
                     .collect();
                 assert_eq!(calls.len(), 1, "{set}/{format}: {example}");

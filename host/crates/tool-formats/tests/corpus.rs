@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Case, cases, run_chunks};
+use common::{Case, cases, run_chunks_with};
 use rkmcp_tool_formats::{DetectorEvent, ToolFormat};
 
 fn matches(expected: &[DetectorEvent], actual: &[DetectorEvent]) -> bool {
@@ -20,7 +20,7 @@ fn matches(expected: &[DetectorEvent], actual: &[DetectorEvent]) -> bool {
 }
 
 fn check(case: &Case) -> Result<(), String> {
-    let whole = run_chunks(case.format, [case.input.as_str()]);
+    let whole = run_chunks_with(case.format, &case.opts, [case.input.as_str()]);
     if std::env::var_os("BLESS_CORPUS").is_some() {
         let json = serde_json::to_string_pretty(&whole).map_err(|e| e.to_string())? + "\n";
         std::fs::write(&case.expected_path, json).map_err(|e| e.to_string())?;
@@ -36,7 +36,7 @@ fn check(case: &Case) -> Result<(), String> {
     }
     for (i, _) in case.input.char_indices().skip(1) {
         let (a, b) = case.input.split_at(i);
-        let split = run_chunks(case.format, [a, b]);
+        let split = run_chunks_with(case.format, &case.opts, [a, b]);
         if split != whole {
             return Err(format!(
                 "split at byte {i} differs\none-shot: {whole:#?}\nsplit: {split:#?}"
@@ -44,7 +44,7 @@ fn check(case: &Case) -> Result<(), String> {
         }
     }
     let chars: Vec<String> = case.input.chars().map(String::from).collect();
-    let by_char = run_chunks(case.format, chars.iter().map(String::as_str));
+    let by_char = run_chunks_with(case.format, &case.opts, chars.iter().map(String::as_str));
     if by_char != whole {
         return Err(format!(
             "char-by-char differs\none-shot: {whole:#?}\nchar-by-char: {by_char:#?}"
@@ -82,7 +82,7 @@ fn corpus_covers_every_format_with_calls_text_and_malformed() {
         );
         let events: Vec<DetectorEvent> = mine
             .iter()
-            .flat_map(|c| run_chunks(c.format, [c.input.as_str()]))
+            .flat_map(|c| run_chunks_with(c.format, &c.opts, [c.input.as_str()]))
             .collect();
         let calls = events
             .iter()
@@ -100,4 +100,22 @@ fn corpus_covers_every_format_with_calls_text_and_malformed() {
             "{f}: no text case"
         );
     }
+}
+
+/// Per family: transcripts and exact passes (one-shot, every split, char by char), printed as a
+/// table (`cargo test --release -p rkmcp-tool-formats --test corpus -- --nocapture report`).
+#[test]
+fn report_per_family() {
+    let all = cases();
+    println!("{:<16} {:>6} {:>6}", "format", "cases", "exact");
+    let (mut total, mut passed) = (0, 0);
+    for f in ToolFormat::all() {
+        let mine: Vec<&Case> = all.iter().filter(|c| c.format == *f).collect();
+        let ok = mine.iter().filter(|c| check(c).is_ok()).count();
+        println!("{:<16} {:>6} {:>6}", f.name(), mine.len(), ok);
+        total += mine.len();
+        passed += ok;
+    }
+    println!("{:<16} {:>6} {:>6}", "all", total, passed);
+    assert_eq!(passed, total, "corpus cases failing: see the table");
 }

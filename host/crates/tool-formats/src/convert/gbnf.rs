@@ -294,45 +294,12 @@ pub fn gbnf_grammar_with(
     if tools.is_empty() {
         return None;
     }
-    let args_key = if format == ToolFormat::Llama3 {
-        "parameters"
-    } else {
-        "arguments"
-    };
-    // (several calls, exactly one call, what a plain answer may not start with)
-    let (calls, one_call, answer_excludes) = match format {
-        ToolFormat::ToolCallJson => (
-            r#""[TOOL_CALL]" ws call ws "[END_TOOL_CALL]" (ws "[TOOL_CALL]" ws call ws "[END_TOOL_CALL]")*"#,
-            r#""[TOOL_CALL]" ws call ws "[END_TOOL_CALL]""#,
-            "[",
-        ),
-        ToolFormat::Hermes => (
-            r#""<tool_call>" ws call ws "</tool_call>" (ws "<tool_call>" ws call ws "</tool_call>")*"#,
-            r#""<tool_call>" ws call ws "</tool_call>""#,
-            "<",
-        ),
-        ToolFormat::PlainJson => (
-            r#"call | "[" ws call ws ("," ws call ws)* "]""#,
-            "call",
-            "{[",
-        ),
-        ToolFormat::Llama3 => (
-            r#"("<|python_tag|>")? call (ws ";" ws call)*"#,
-            r#"("<|python_tag|>")? call"#,
-            "{<",
-        ),
-        ToolFormat::Mistral => (
-            r#""[TOOL_CALLS]" "[" ws call ws ("," ws call ws)* "]""#,
-            r#""[TOOL_CALLS]" "[" ws call ws "]""#,
-            "[",
-        ),
-        ToolFormat::Granite => (
-            r#""<|tool_call|>" "[" ws call ws ("," ws call ws)* "]""#,
-            r#""<|tool_call|>" "[" ws call ws "]""#,
-            "<",
-        ),
-        _ => return None,
-    };
+    let crate::formats::GrammarShape {
+        calls,
+        one_call,
+        answer_excludes,
+        args_key,
+    } = format.spec().grammar?;
     let escaped: String = answer_excludes
         .chars()
         .map(|c| {

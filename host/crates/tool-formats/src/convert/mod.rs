@@ -98,12 +98,7 @@ impl FromStr for PromptStyle {
 impl ToolFormat {
     /// The prompt style that suits models using this format.
     pub fn default_prompt_style(self) -> PromptStyle {
-        match self {
-            ToolFormat::Hermes | ToolFormat::Qwen3Coder => PromptStyle::Hermes,
-            ToolFormat::Llama3 => PromptStyle::Llama3,
-            ToolFormat::ToolCallJson => PromptStyle::Markdown,
-            _ => PromptStyle::Markdown,
-        }
+        self.spec().prompt_style
     }
 }
 
@@ -124,75 +119,10 @@ pub fn rkllm_function_tools_json(tools: &[ToolDef]) -> String {
     Value::Array(tools.iter().map(openai_function).collect()).to_string()
 }
 
-fn py_literal(v: &Value) -> String {
-    match v {
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Null => "None".into(),
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(py_literal).collect::<Vec<_>>().join(", ")
-        ),
-        other => other.to_string(),
-    }
-}
-
-fn xml_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// An exact example call of `name` with `args` in `format`.
 pub fn example_call(format: ToolFormat, name: &str, args: &Value) -> String {
     let obj = args.as_object().cloned().unwrap_or_default();
-    // Written by hand so `name` comes first, as in the grammars and the chat templates
-    // (serde_json would sort the keys).
-    let quoted = Value::String(name.to_string());
-    let call = format!("{{\"name\": {quoted}, \"arguments\": {args}}}");
-    match format {
-        ToolFormat::ToolCallJson => format!("[TOOL_CALL]{call}[END_TOOL_CALL]"),
-        ToolFormat::ToolCallXml => {
-            let a: String = obj
-                .iter()
-                .map(|(k, v)| format!("<argument name=\"{k}\">{}</argument>", xml_text(v)))
-                .collect();
-            format!("<tool_call name=\"{name}\">{a}</tool_call>")
-        }
-        ToolFormat::Hermes => format!("<tool_call>\n{call}\n</tool_call>"),
-        ToolFormat::Qwen3Coder => {
-            let a: String = obj
-                .iter()
-                .map(|(k, v)| format!("<parameter={k}>\n{}\n</parameter>\n", xml_text(v)))
-                .collect();
-            format!("<tool_call>\n<function={name}>\n{a}</function>\n</tool_call>")
-        }
-        ToolFormat::Llama3 => format!("{{\"name\": {quoted}, \"parameters\": {args}}}"),
-        ToolFormat::Mistral => format!("[TOOL_CALLS][{call}]"),
-        ToolFormat::Pythonic | ToolFormat::Gemma => {
-            let a: Vec<String> = obj
-                .iter()
-                .map(|(k, v)| format!("{k}={}", py_literal(v)))
-                .collect();
-            let c = format!("{name}({})", a.join(", "));
-            if format == ToolFormat::Gemma {
-                format!("```tool_code\n{c}\n```")
-            } else {
-                format!("[{c}]")
-            }
-        }
-        ToolFormat::Deepseek => format!(
-            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{args}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
-        ),
-        ToolFormat::Harmony => {
-            format!(
-                "<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{args}<|call|>"
-            )
-        }
-        ToolFormat::Granite => format!("<|tool_call|>[{call}]"),
-        ToolFormat::PlainJson => call,
-    }
+    (format.spec().example)(name, &obj)
 }
 
 /// The tool and arguments of the syntax example: placeholders, not a listed tool. Small models
@@ -203,42 +133,7 @@ pub const EXAMPLE_TOOL: &str = "tool_name";
 /// Instructions that tell the model the exact call syntax of `format`, with a placeholder example.
 pub fn call_instructions(format: ToolFormat, _tools: &[ToolDef]) -> String {
     let example = example_call(format, EXAMPLE_TOOL, &json!({"argument_name": "value"}));
-    let how = match format {
-        ToolFormat::ToolCallJson => {
-            "To call a tool, write a JSON object with the tool name and its arguments between [TOOL_CALL] and [END_TOOL_CALL]"
-        }
-        ToolFormat::ToolCallXml => {
-            "To call a tool, write a <tool_call name=\"…\"> element with one <argument name=\"…\"> element per argument"
-        }
-        ToolFormat::Hermes => {
-            "For each function call, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags"
-        }
-        ToolFormat::Qwen3Coder => {
-            "To call a function, write <tool_call><function=NAME> with one <parameter=NAME> element per argument"
-        }
-        ToolFormat::Llama3 => {
-            "To call a function, respond only with a JSON object {\"name\": function name, \"parameters\": dictionary of argument name and its value}. Do not use variables"
-        }
-        ToolFormat::Mistral => "To call tools, write [TOOL_CALLS] followed by a JSON list of calls",
-        ToolFormat::Pythonic => {
-            "To call functions, respond only with a Python list of calls with keyword arguments: [func_name1(param=value), func_name2(param=value)]"
-        }
-        ToolFormat::Gemma => {
-            "To call a function, write the Python call with keyword arguments in a ```tool_code block"
-        }
-        ToolFormat::Deepseek => {
-            "To call a function, use the tool-call markers with the arguments as a JSON block"
-        }
-        ToolFormat::Harmony => {
-            "To call a function, send a commentary message to=functions.NAME with JSON arguments"
-        }
-        ToolFormat::Granite => {
-            "To call tools, write <|tool_call|> followed by a JSON list of calls"
-        }
-        ToolFormat::PlainJson => {
-            "To call a tool, respond only with a JSON object {\"name\": tool name, \"arguments\": object}, or a JSON list of them"
-        }
-    };
+    let how = format.spec().instructions;
     format!(
         "{how}, exactly like this:\n{example}\nUse the name of the listed tool that fits the question and the arguments it asks for. After a call, stop and wait for the result. If no tool is needed, answer normally without any call syntax."
     )

@@ -1,7 +1,7 @@
 //! Formatting MCP tool results for the model, per format.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{ToolCall, ToolFormat};
 
@@ -236,35 +236,10 @@ pub fn format_tool_result_with(
     opts: &ResultOptions,
 ) -> String {
     let b = truncate(body(result), opts.max_chars);
-    let name = &call.name;
-    match format {
-        ToolFormat::ToolCallJson => format!(
-            "[TOOL_RESULT name={name} id={}]\n{b}\n[END_TOOL_RESULT]",
-            call.id
-        ),
-        ToolFormat::ToolCallXml => format!("<tool_result name=\"{name}\">{b}</tool_result>"),
-        ToolFormat::Hermes | ToolFormat::Qwen3Coder => {
-            format!("<tool_response>\n{b}\n</tool_response>")
-        }
-        ToolFormat::Mistral => {
-            format!(
-                "[TOOL_RESULTS]{}[/TOOL_RESULTS]",
-                json!({"call_id": call.id, "content": b})
-            )
-        }
-        ToolFormat::Gemma => format!("```tool_output\n{b}\n```"),
-        ToolFormat::Deepseek => format!("<｜tool▁output▁begin｜>{b}<｜tool▁output▁end｜>"),
-        ToolFormat::Harmony => {
-            format!(
-                "<|start|>functions.{name} to=assistant<|channel|>commentary<|message|>{}<|end|>",
-                json!(b)
-            )
-        }
-        ToolFormat::PlainJson => {
-            json!({"name": name, "id": call.id, "is_error": result.is_error, "content": b})
-                .to_string()
-        }
-        // Llama 3 (ipython role), pythonic and Granite (tool role) take the bare content.
-        ToolFormat::Llama3 | ToolFormat::Pythonic | ToolFormat::Granite => b,
-    }
+    (format.spec().result)(&crate::formats::ResultTurn {
+        name: &call.name,
+        id: &call.id,
+        body: b,
+        is_error: result.is_error,
+    })
 }

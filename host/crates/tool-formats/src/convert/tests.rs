@@ -69,7 +69,13 @@ fn every_format_example_is_detected_by_its_own_detector() {
         let args = json!({"argument_name": "value"});
         let example = example_call(*f, EXAMPLE_TOOL, &args);
         assert!(text.contains(&example), "{f}: {text}");
-        let events = detect_all(*f, &example);
+        let mut events = detect_all(*f, &example);
+        // Kimi carries its own call id (`functions.NAME:0`).
+        if let [DetectorEvent::ToolCall(c)] = events.as_mut_slice()
+            && c.id.starts_with("functions.")
+        {
+            c.id = "call_1".into();
+        }
         assert_eq!(
             events,
             vec![DetectorEvent::ToolCall(ToolCall {

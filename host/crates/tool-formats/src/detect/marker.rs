@@ -1,6 +1,6 @@
 //! Detector for formats whose calls are blocks opened by a start marker.
 
-use super::{Ids, push_text};
+use super::{Ids, Setup, push_text};
 use crate::DetectorEvent;
 use crate::parse::Parsed;
 use crate::scan::{find_first, floor_boundary, held_suffix};
@@ -47,7 +47,11 @@ impl MarkerDetector {
     /// `hidden`: markers that are dropped where they appear outside a block. They are special
     /// tokens of the model (a stray `</tool_call>` after a call whose close tag came late), never
     /// something the user should read.
-    pub(crate) fn new(blocks: &'static [Block], hidden: &'static [&'static str]) -> Self {
+    pub(crate) fn new(
+        blocks: &'static [Block],
+        hidden: &'static [&'static str],
+        setup: &Setup,
+    ) -> Self {
         MarkerDetector {
             blocks,
             starts: blocks
@@ -57,8 +61,14 @@ impl MarkerDetector {
                 .collect(),
             buf: String::new(),
             state: State::Text,
-            ids: Ids::default(),
+            ids: Ids::new(setup),
         }
+    }
+
+    /// The format escapes `<`, `>` and `&` in text values as XML entities.
+    pub(crate) fn with_entities(mut self) -> Self {
+        self.ids = self.ids.with_entities();
+        self
     }
 
     fn run(&mut self, eof: bool) -> Vec<DetectorEvent> {

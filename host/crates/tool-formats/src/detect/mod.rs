@@ -1,71 +1,101 @@
-//! The streaming detectors. Most formats are "marker blocks" (a start marker, a body, an end) and
-//! share [`marker::MarkerDetector`]; formats where the call is the whole message share
-//! [`whole::WholeDetector`]; harmony has its own channel state machine.
+//! The streaming detector engines. Most formats are "marker blocks" (a start marker, a body, an
+//! end) and share [`marker::MarkerDetector`]; formats where the call is the whole message share
+//! [`whole::WholeDetector`]; harmony has its own channel state machine. [`reasoning`] wraps any of
+//! them to keep the model's reasoning apart. Which engine and which markers a format uses is
+//! decided in its module under `crate::formats`.
 
-use crate::parse::Parsed;
-use crate::{DetectorEvent, ToolCall, ToolCallDetector, ToolFormat};
+use std::collections::HashMap;
+use std::sync::Arc;
 
-mod formats;
-mod harmony;
-mod marker;
-mod whole;
+use serde_json::{Map, Value};
 
-pub(crate) fn detector(format: ToolFormat) -> Box<dyn ToolCallDetector> {
-    match format {
-        ToolFormat::ToolCallJson => Box::new(marker::MarkerDetector::new(
-            formats::TOOL_CALL_JSON,
-            &["[END_TOOL_CALL]", "[/TOOL_CALL]"],
-        )),
-        ToolFormat::ToolCallXml => {
-            Box::new(marker::MarkerDetector::new(formats::TOOL_CALL_XML, &[]))
-        }
-        ToolFormat::Hermes => Box::new(marker::MarkerDetector::new(
-            formats::HERMES,
-            &["</tool_call>"],
-        )),
-        ToolFormat::Qwen3Coder => Box::new(marker::MarkerDetector::new(
-            formats::QWEN3_CODER,
-            &["</tool_call>"],
-        )),
-        ToolFormat::Mistral => Box::new(marker::MarkerDetector::new(formats::MISTRAL, &[])),
-        ToolFormat::Gemma => Box::new(marker::MarkerDetector::new(formats::GEMMA, &[])),
-        ToolFormat::Deepseek => Box::new(marker::MarkerDetector::new(
-            formats::DEEPSEEK,
-            formats::DEEPSEEK_HIDDEN,
-        )),
-        ToolFormat::Granite => Box::new(marker::MarkerDetector::new(formats::GRANITE, &[])),
-        ToolFormat::Llama3 => Box::new(whole::WholeDetector::new(&formats::LLAMA3)),
-        ToolFormat::PlainJson => Box::new(whole::WholeDetector::new(&formats::PLAIN_JSON)),
-        ToolFormat::Pythonic => Box::new(whole::WholeDetector::new(&formats::PYTHONIC)),
-        ToolFormat::Harmony => Box::new(harmony::HarmonyDetector::default()),
-    }
+use crate::parse::{Parsed, typed_value};
+use crate::{DetectorEvent, DetectorOptions, ToolCall, ToolCallDetector, ToolFormat};
+
+pub(crate) mod bodies;
+pub(crate) mod harmony;
+pub(crate) mod marker;
+pub(crate) mod reasoning;
+pub(crate) mod whole;
+
+/// What every detector of one session shares: the tools' input schemas (to type arguments the
+/// model wrote as text).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Setup {
+    pub schemas: Arc<HashMap<String, Value>>,
 }
 
-/// Deterministic call ids per detector session.
+pub(crate) fn detector(format: ToolFormat, opts: &DetectorOptions) -> Box<dyn ToolCallDetector> {
+    let spec = format.spec();
+    let setup = Setup {
+        schemas: Arc::new(opts.schemas.clone()),
+    };
+    let inner = (spec.detector)(&setup);
+    if spec.reasoning.is_empty() {
+        return inner;
+    }
+    Box::new(reasoning::ReasoningSplitter::new(
+        inner,
+        spec.reasoning,
+        opts.reasoning_open,
+    ))
+}
+
+/// Deterministic call ids per detector session; types text-valued arguments.
 #[derive(Debug, Default)]
 pub(crate) struct Ids {
     count: u64,
+    schemas: Arc<HashMap<String, Value>>,
+    /// The format escapes `<`, `>` and `&` in values as XML entities.
+    entities: bool,
 }
 
 impl Ids {
+    pub(crate) fn new(setup: &Setup) -> Ids {
+        Ids {
+            count: 0,
+            schemas: setup.schemas.clone(),
+            entities: false,
+        }
+    }
+
+    pub(crate) fn with_entities(mut self) -> Ids {
+        self.entities = true;
+        self
+    }
+
+    fn property(&self, tool: &str, key: &str) -> Option<&Value> {
+        self.schemas.get(tool)?.get("properties")?.get(key)
+    }
+
     pub(crate) fn events(&mut self, parsed: Vec<Parsed>, out: &mut Vec<DetectorEvent>) {
         for p in parsed {
-            match p {
+            let (name, arguments, id) = match p {
                 Parsed::Call {
                     name,
                     arguments,
                     id,
-                } => {
-                    self.count += 1;
-                    let id = id.unwrap_or_else(|| format!("call_{}", self.count));
-                    out.push(DetectorEvent::ToolCall(ToolCall {
-                        id,
-                        name,
-                        arguments,
-                    }));
+                } => (name, arguments, id),
+                Parsed::TextCall { name, args, id } => {
+                    let mut m = Map::new();
+                    for (k, v) in args {
+                        let typed = typed_value(&v, self.property(&name, &k), self.entities);
+                        m.insert(k, typed);
+                    }
+                    (name, Value::Object(m), id)
                 }
-                Parsed::Bad { raw, error } => out.push(DetectorEvent::Malformed { raw, error }),
-            }
+                Parsed::Bad { raw, error } => {
+                    out.push(DetectorEvent::Malformed { raw, error });
+                    continue;
+                }
+            };
+            self.count += 1;
+            let id = id.unwrap_or_else(|| format!("call_{}", self.count));
+            out.push(DetectorEvent::ToolCall(ToolCall {
+                id,
+                name,
+                arguments,
+            }));
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Optional tag markers (`<|python_tag|>`) open a call block anywhere in the text.
 
 use super::marker::{Block, End};
-use super::{Ids, push_text};
+use super::{Ids, Setup, push_text};
 use crate::DetectorEvent;
 use crate::parse::Parsed;
 use crate::scan::{find_first, floor_boundary, held_suffix};
@@ -59,13 +59,13 @@ pub(crate) struct WholeDetector {
 }
 
 impl WholeDetector {
-    pub(crate) fn new(spec: &'static WholeSpec) -> Self {
+    pub(crate) fn new(spec: &'static WholeSpec, setup: &Setup) -> Self {
         WholeDetector {
             spec,
             tag_starts: spec.tags.iter().map(|t| t.start).collect(),
             buf: String::new(),
             state: State::Start { after_call: false },
-            ids: Ids::default(),
+            ids: Ids::new(setup),
         }
     }
 

@@ -4,13 +4,26 @@
 
 use std::path::{Path, PathBuf};
 
-use rkmcp_tool_formats::{DetectorEvent, ToolCallDetector, ToolFormat, normalize};
+use rkmcp_tool_formats::convert::ToolDef;
+use rkmcp_tool_formats::{DetectorEvent, DetectorOptions, ToolCallDetector, ToolFormat, normalize};
 
 pub struct Case {
     pub format: ToolFormat,
     pub name: String,
     pub input: String,
     pub expected_path: PathBuf,
+    /// The folder's `tools.json` schemas; `reasoning_open` for cases named `prompt_opened_*`
+    /// (the rendered prompt ended inside `<think>`).
+    pub opts: DetectorOptions,
+}
+
+/// The tools a corpus folder's transcripts were written against (`tools.json`), if any.
+fn folder_tools(dir: &Path) -> Vec<ToolDef> {
+    let p = dir.join("tools.json");
+    match std::fs::read_to_string(&p) {
+        Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+        Err(_) => Vec::new(),
+    }
 }
 
 pub fn corpus_dir() -> PathBuf {
@@ -33,6 +46,7 @@ pub fn cases() -> Vec<Case> {
         let format: ToolFormat = fname
             .parse()
             .unwrap_or_else(|e| panic!("corpus dir {fname}: {e}"));
+        let tools = folder_tools(&dir.path());
         let mut files: Vec<_> = std::fs::read_dir(dir.path())
             .expect("format dir")
             .flatten()
@@ -50,11 +64,14 @@ pub fn cases() -> Vec<Case> {
                 .to_string();
             let input =
                 std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let mut opts = DetectorOptions::for_tools(&tools);
+            opts.reasoning_open = name.starts_with("prompt_opened_");
             out.push(Case {
                 format,
                 name: name.clone(),
                 input,
                 expected_path: p.with_file_name(format!("{name}.events.json")),
+                opts,
             });
         }
     }
@@ -66,7 +83,16 @@ pub fn run_chunks<'a>(
     format: ToolFormat,
     chunks: impl IntoIterator<Item = &'a str>,
 ) -> Vec<DetectorEvent> {
-    let mut d: Box<dyn ToolCallDetector> = format.detector();
+    run_chunks_with(format, &DetectorOptions::default(), chunks)
+}
+
+/// [`run_chunks`] for a detector with options.
+pub fn run_chunks_with<'a>(
+    format: ToolFormat,
+    opts: &DetectorOptions,
+    chunks: impl IntoIterator<Item = &'a str>,
+) -> Vec<DetectorEvent> {
+    let mut d: Box<dyn ToolCallDetector> = format.detector_with(opts);
     let mut ev = Vec::new();
     for c in chunks {
         ev.extend(d.feed(c));

@@ -1,0 +1,58 @@
+//! `function-gemma` (FunctionGemma): `<start_function_call>call:NAME{key:<escape>text<escape>,n:5}<end_function_call>`,
+//! the Gemma 4 literal syntax with `<escape>` as the string delimiter.
+
+use serde_json::{Map, Value};
+
+use super::gemma4::{call_blocks, end_outside_quotes, write_object};
+use super::{Format, Hints, ResultTurn};
+use crate::convert::PromptStyle;
+use crate::detect::marker::{Block, End, MarkerDetector};
+use crate::parse::Parsed;
+
+pub(crate) static FORMAT: Format = Format {
+    name: "function-gemma",
+    detector: |s| Box::new(MarkerDetector::new(BLOCKS, &[END], s)),
+    reasoning: &[],
+    example,
+    instructions: "To call a function, write <start_function_call>call:NAME{argument:value,…}<end_function_call> with text values between <escape> tokens",
+    result,
+    grammar: None,
+    prompt_style: PromptStyle::Markdown,
+    hints: Hints {
+        template: &[("<start_function_call>", 15)],
+        names: &[("functiongemma", 115)],
+        family: &[],
+    },
+};
+
+const QUOTE: &str = "<escape>";
+const START: &str = "<start_function_call>";
+const END: &str = "<end_function_call>";
+
+fn example(name: &str, args: &Map<String, Value>) -> String {
+    format!("{START}call:{name}{}{END}", write_object(args, QUOTE))
+}
+
+fn result(r: &ResultTurn) -> String {
+    format!(
+        "<start_function_response>response:{}{{value:{QUOTE}{}{QUOTE}}}<end_function_response>",
+        r.name, r.body
+    )
+}
+
+fn end(body: &str) -> Option<(usize, usize)> {
+    end_outside_quotes(body, QUOTE, END)
+}
+
+fn body(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    call_blocks(raw, inner, terminated, QUOTE, END)
+}
+
+static BLOCKS: &[Block] = &[Block {
+    start: START,
+    end: End::Finder {
+        find: end,
+        closers: ">",
+    },
+    parse: body,
+}];

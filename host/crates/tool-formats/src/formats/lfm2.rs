@@ -1,0 +1,73 @@
+//! `lfm2` (Liquid LFM2): `<|tool_call_start|>[f(a=1), g(b="x")]<|tool_call_end|>` (Python call
+//! list; a JSON list of calls is read too).
+
+use serde_json::{Map, Value};
+
+use super::{Format, Hints, THINK, bare_result, py_call};
+use crate::convert::PromptStyle;
+use crate::detect::bodies::{json_calls, lead_ws, py_tag_body};
+use crate::detect::marker::{Block, End, MarkerDetector};
+use crate::parse::Parsed;
+use crate::scan::{find_first, py_value_end, unquoted_end};
+
+pub(crate) static FORMAT: Format = Format {
+    name: "lfm2",
+    detector: |s| Box::new(MarkerDetector::new(LFM2, &[END], s)),
+    reasoning: THINK,
+    example,
+    instructions: "To call functions, write <|tool_call_start|> followed by a Python list of calls with keyword arguments and <|tool_call_end|>",
+    result: bare_result,
+    grammar: None,
+    prompt_style: PromptStyle::Markdown,
+    hints: Hints {
+        template: &[("<|tool_call_start|>", 15)],
+        names: &[("lfm2", 60)],
+        family: &[],
+    },
+};
+
+const START: &str = "<|tool_call_start|>";
+const END: &str = "<|tool_call_end|>";
+
+fn example(name: &str, args: &Map<String, Value>) -> String {
+    format!("{START}[{}]{END}", py_call(name, args))
+}
+
+/// The end marker after the call list (a marker inside a quoted value does not count).
+fn end(body: &str) -> Option<(usize, usize)> {
+    let ws = lead_ws(body);
+    let t = &body[ws..];
+    if t.starts_with("[{") || t.starts_with('{') {
+        return unquoted_end(body, END);
+    }
+    if t.starts_with('[') {
+        return match py_value_end(t) {
+            Some(e) => {
+                let after = ws + e;
+                find_first(&body[after..], &[END]).map(|(p, _)| (after + p, after + p + END.len()))
+            }
+            None => None,
+        };
+    }
+    find_first(body, &[END]).map(|(p, _)| (p, p + END.len()))
+}
+
+fn body(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    if !terminated {
+        return vec![Parsed::bad(raw, format!("missing {END}"))];
+    }
+    let t = inner.trim();
+    if t.starts_with("[{") || t.starts_with('{') {
+        return json_calls(raw, t, terminated);
+    }
+    py_tag_body(raw, t, terminated)
+}
+
+static LFM2: &[Block] = &[Block {
+    start: START,
+    end: End::Finder {
+        find: end,
+        closers: ">",
+    },
+    parse: body,
+}];

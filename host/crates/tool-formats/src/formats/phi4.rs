@@ -1,0 +1,37 @@
+//! `phi4-mini` (Phi-4-mini): `functools[{"name":…,"arguments":{…}}, …]`.
+
+use serde_json::{Map, Value};
+
+use super::{Format, Hints, bare_result, json_call};
+use crate::convert::PromptStyle;
+use crate::detect::bodies::{json_calls, json_value_after_ws};
+use crate::detect::marker::{Block, End, MarkerDetector};
+
+pub(crate) static FORMAT: Format = Format {
+    name: "phi4-mini",
+    detector: |s| Box::new(MarkerDetector::new(PHI4, &[], s)),
+    reasoning: &[],
+    example,
+    instructions: "To call functions, write functools followed by a JSON list of calls",
+    result: bare_result,
+    grammar: None,
+    prompt_style: PromptStyle::Markdown,
+    hints: Hints {
+        template: &[("functools[", 15)],
+        names: &[("phi4mini", 60), ("phi4mm", 60)],
+        family: &[],
+    },
+};
+
+fn example(name: &str, args: &Map<String, Value>) -> String {
+    format!("functools[{}]", json_call(name, args, "arguments"))
+}
+
+static PHI4: &[Block] = &[Block {
+    start: "functools",
+    end: End::Finder {
+        find: json_value_after_ws,
+        closers: "}]",
+    },
+    parse: json_calls,
+}];

@@ -1,0 +1,48 @@
+//! `qwen3-coder` (Qwen3-Coder, Qwen3.5):
+//! `<tool_call><function=f><parameter=a>v</parameter></function></tool_call>`, values as text
+//! typed by the tool's schema.
+
+use serde_json::{Map, Value};
+
+use super::{Format, Hints, THINK, tool_response_result, xml_text};
+use crate::convert::PromptStyle;
+use crate::detect::bodies::{FUNCTION_TAGS, qwen_end, qwen_functions};
+use crate::detect::marker::{Block, End, MarkerDetector};
+
+pub(crate) static FORMAT: Format = Format {
+    name: "qwen3-coder",
+    detector: |s| Box::new(MarkerDetector::new(QWEN3_CODER, &["</tool_call>"], s)),
+    reasoning: THINK,
+    example,
+    instructions: "To call a function, write <tool_call><function=NAME> with one <parameter=NAME> element per argument",
+    result: tool_response_result,
+    grammar: None,
+    prompt_style: PromptStyle::Hermes,
+    hints: Hints {
+        template: &[("<function=", 30), ("<parameter=", 30)],
+        // Qwen3.5 was trained on the Qwen3-Coder XML form.
+        names: &[("qwen3coder", 10), ("qwen35", 10)],
+        family: &[],
+    },
+};
+
+fn example(name: &str, args: &Map<String, Value>) -> String {
+    let a: String = args
+        .iter()
+        .map(|(k, v)| format!("<parameter={k}>\n{}\n</parameter>\n", xml_text(v)))
+        .collect();
+    format!("<tool_call>\n<function={name}>\n{a}</function>\n</tool_call>")
+}
+
+pub(crate) static QWEN3_CODER: &[Block] = &[
+    Block {
+        start: "<tool_call>",
+        end: End::Finder {
+            find: qwen_end,
+            closers: ">",
+        },
+        parse: qwen_functions,
+    },
+    FUNCTION_TAGS[0],
+    FUNCTION_TAGS[1],
+];
