@@ -319,6 +319,10 @@ impl ClientRequests for Answering {
     fn roots(&self) -> Vec<Root> {
         self.roots.to_mcp()
     }
+
+    fn roots_handle(&self) -> Option<Roots> {
+        Some(self.roots.clone())
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ mod conformance;
 mod doctor;
 mod models;
 mod plugins;
+mod roots_command;
 pub mod status;
 
 /// A mistake in how rkmcp was invoked (exit code 2).

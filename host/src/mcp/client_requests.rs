@@ -49,6 +49,12 @@ pub trait ClientRequests: Send + Sync + 'static {
 
     /// The current roots, for `roots/list`.
     fn roots(&self) -> Vec<Root>;
+
+    /// The shared list behind [`ClientRequests::roots`], when it can be changed at run time
+    /// (the chat's `/roots add|remove`). `None`: this implementation's roots are fixed.
+    fn roots_handle(&self) -> Option<Roots> {
+        None
+    }
 }
 
 /// Capabilities for a client that serves sampling, elicitation (form and URL) and roots.
@@ -86,10 +92,6 @@ impl NonInteractive {
     pub fn with_notice(mut self, notice: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.notice = Arc::new(notice);
         self
-    }
-
-    pub fn roots_handle(&self) -> &Roots {
-        &self.roots
     }
 }
 
@@ -159,6 +161,10 @@ impl ClientRequests for NonInteractive {
 
     fn roots(&self) -> Vec<Root> {
         self.roots.to_mcp()
+    }
+
+    fn roots_handle(&self) -> Option<Roots> {
+        Some(self.roots.clone())
     }
 }
 

@@ -34,9 +34,20 @@ use crate::config::{ServerConfig, TransportKind};
 /// gives up: enough for a form, a confirmation and a retry, not for a server looping forever.
 pub const MAX_INPUT_ROUNDS: usize = 8;
 
-/// The shortest list lifetime honoured: a server answering `ttlMs: 0` is not re-listed in a
-/// busy loop (it still is on `list_changed`).
+/// The shortest list lifetime honoured: a list said to go stale within milliseconds is not
+/// re-fetched in a busy loop.
 const MIN_LIST_TTL: Duration = Duration::from_secs(1);
+
+/// The catalog's policy for a list's `ttlMs` (SEP-2549): a positive lifetime is re-listed when it
+/// runs out (at least [`MIN_LIST_TTL`] apart); `0` ("immediately stale", what 2026-07-28 servers
+/// send by default) and an absent hint leave the list to `list_changed` notifications, as a
+/// timer would otherwise poll every such server forever.
+fn list_lifetime(ttl_ms: Option<u64>) -> Option<Duration> {
+    match ttl_ms {
+        Some(ms) if ms > 0 => Some(Duration::from_millis(ms).max(MIN_LIST_TTL)),
+        _ => None,
+    }
+}
 
 /// Why a session could not be used. The message always names the server.
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +169,6 @@ impl SessionHandler {
     /// Re-lists `kind` when its `ttlMs` runs out, unless a newer fetch moved the expiry on.
     fn expire_later(&self, kind: ListKind, ttl: Option<Duration>, peer: rmcp::Peer<RoleClient>) {
         let Some(ttl) = ttl else { return };
-        let ttl = ttl.max(MIN_LIST_TTL);
         let handler = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(ttl).await;
@@ -321,7 +331,7 @@ async fn fetch_into(
             list.ttl_ms
         }
     };
-    Ok(ttl.map(Duration::from_millis))
+    Ok(list_lifetime(ttl))
 }
 
 fn update(
@@ -334,14 +344,26 @@ fn update(
     let mut guard = catalog.write().unwrap_or_else(|e| e.into_inner());
     f(&mut guard);
     guard.generation += 1;
-    match ttl_ms {
-        Some(ms) => {
-            let ttl = Duration::from_millis(ms).max(MIN_LIST_TTL);
+    match list_lifetime(ttl_ms) {
+        Some(ttl) => {
             guard.expires.insert(kind, Instant::now() + ttl);
         }
         None => {
             guard.expires.remove(&kind);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_lifetimes() {
+        assert_eq!(list_lifetime(None), None);
+        assert_eq!(list_lifetime(Some(0)), None, "ttlMs 0 must not poll");
+        assert_eq!(list_lifetime(Some(5)), Some(MIN_LIST_TTL));
+        assert_eq!(list_lifetime(Some(90_000)), Some(Duration::from_secs(90)));
     }
 }
 
