@@ -126,6 +126,23 @@ pub fn describe(err: &ClientInitializeError) -> String {
     }
 }
 
+/// With `protocol = "auto"` the first request is `server/discover`; a server that hangs up on
+/// a method it does not know fails there. Say how to skip the probe.
+pub fn probe_hint(protocol: &Protocol, err: &ClientInitializeError) -> &'static str {
+    let probe_failed = matches!(
+        err,
+        ClientInitializeError::ConnectionClosed(during) if during.contains("discover")
+    ) || matches!(
+        err,
+        ClientInitializeError::TransportError { context, .. } if context.contains("discover")
+    );
+    if *protocol == Protocol::Auto && probe_failed {
+        " (rkmcp first asked `server/discover`, the 2026-07-28 handshake; for a server that cannot take that, set `protocol = \"2025-11-25\"`)"
+    } else {
+        ""
+    }
+}
+
 fn list(versions: &[ProtocolVersion]) -> String {
     if versions.is_empty() {
         return "no version it named".into();

@@ -718,7 +718,13 @@ where
     let service = handler
         .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
         .await
-        .map_err(|e| negotiate::describe(&e))?;
+        .map_err(|e| {
+            format!(
+                "{}{}",
+                negotiate::describe(&e),
+                negotiate::probe_hint(&config.protocol, &e)
+            )
+        })?;
     let negotiated = service.peer_info().map(|i| i.protocol_version.clone());
     if let Some(version) = negotiated
         && let Err(err) = negotiate::check_negotiated(&config.protocol, &version)
