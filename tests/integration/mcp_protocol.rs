@@ -3,6 +3,8 @@
 //! multi-round tool calls, `ttlMs`), server-everything (a 2025-11-25 server: negotiation falls
 //! back to `initialize`), server-filesystem started without directories (it works in the
 //! client's roots), and the fixture server answering a version rkmcp does not speak.
+// Roots are deprecated by SEP-2577 (2026-07-28); servers still ask for them.
+#![allow(deprecated)]
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -304,4 +306,61 @@ fn servers_status_shows_the_negotiated_version_and_statelessness() {
     assert_eq!(row("modern")["stateless"], true);
     assert_eq!(row("legacy")["protocol_version"], "2025-11-25");
     assert_eq!(row("legacy")["stateless"], false);
+}
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_rkmcp-fixture-server");
+
+fn fixture(name: &str, args: &[&str], extra: &str) -> String {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    stdio_entry(name, FIXTURE, &args, extra)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_answering_an_unknown_version_is_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    for (protocol, asked) in [("2025-11-25", "2025-11-25"), ("auto", "2026-07-28")] {
+        let toml = fixture(
+            "old",
+            &["--protocol-version", "1999-01-01"],
+            &format!("protocol = \"{protocol}\""),
+        );
+        let config = load_config(dir.path(), &toml);
+        let manager = SessionManager::start(&config, None).await;
+        assert!(
+            manager.sessions().is_empty(),
+            "protocol {protocol}: must not be up"
+        );
+        let error = &manager.failures()[0].error;
+        assert!(error.contains("1999-01-01"), "{error}");
+        assert!(error.contains(asked), "{error}");
+        assert!(error.contains("server `old`"), "{error}");
+        manager.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_level_is_set_where_the_version_has_logging() {
+    let dir = tempfile::tempdir().unwrap();
+    let level_seen = |protocol: &'static str, log_level: &'static str| {
+        let dir = dir.path().to_path_buf();
+        async move {
+            let mut extra = format!("protocol = \"{protocol}\"\n");
+            if !log_level.is_empty() {
+                extra.push_str(&format!("log_level = \"{log_level}\"\n"));
+            }
+            let config = load_config(&dir, &fixture("logs", &["--logging"], &extra));
+            let manager = SessionManager::start(&config, None).await;
+            assert!(manager.failures().is_empty(), "{:?}", manager.failures());
+            let result = manager
+                .call_tool("logs__last_log_level", None)
+                .await
+                .unwrap();
+            manager.shutdown().await;
+            text_of(&result)
+        }
+    };
+    assert_eq!(level_seen("2025-11-25", "warning").await, "warning");
+    assert_eq!(level_seen("2025-11-25", "").await, "none");
+    // 2026-07-28 removed logging/setLevel: nothing is sent.
+    assert_eq!(level_seen("2026-07-28", "warning").await, "none");
 }
