@@ -162,7 +162,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f.txt");
         std::fs::write(&file, "x").unwrap();
-        let err = Roots::resolve(&[file.clone()], dir.path()).unwrap_err();
+        let err = Roots::resolve(std::slice::from_ref(&file), dir.path()).unwrap_err();
         assert!(err.to_string().contains("is not a directory"), "{err}");
         let err = Roots::default()
             .add(&dir.path().join("missing"))

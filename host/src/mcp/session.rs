@@ -354,19 +354,6 @@ fn update(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn list_lifetimes() {
-        assert_eq!(list_lifetime(None), None);
-        assert_eq!(list_lifetime(Some(0)), None, "ttlMs 0 must not poll");
-        assert_eq!(list_lifetime(Some(5)), Some(MIN_LIST_TTL));
-        assert_eq!(list_lifetime(Some(90_000)), Some(Duration::from_secs(90)));
-    }
-}
-
 /// A connected server: initialized (up to 2025-11-25) or discovered (2026-07-28, stateless).
 pub struct Session {
     pub config: ServerConfig,
@@ -743,5 +730,18 @@ fn describe_service_error(err: &rmcp::ServiceError) -> String {
             format!("{} (JSON-RPC error {})", data.message, data.code.0)
         }
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_lifetimes() {
+        assert_eq!(list_lifetime(None), None);
+        assert_eq!(list_lifetime(Some(0)), None, "ttlMs 0 must not poll");
+        assert_eq!(list_lifetime(Some(5)), Some(MIN_LIST_TTL));
+        assert_eq!(list_lifetime(Some(90_000)), Some(Duration::from_secs(90)));
     }
 }
