@@ -70,6 +70,8 @@ async fn auto_discovers_a_2026_server_and_answers_a_multi_round_call() {
         Some("2026-07-28")
     );
     assert!(session.is_stateless());
+    // 2026-07-28 has no ping: the liveness check is a server/discover round trip.
+    session.ping().await.unwrap();
     // `greet` answers `input_required` with an elicitation; the form's default is accepted
     // (--accept-defaults) and the call is retried with inputResponses + requestState.
     let result = session.call_tool("greet", None).await.unwrap();

@@ -12,12 +12,13 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
-    CreateMessageRequestParams, CreateMessageResult, CustomNotification, ElicitRequestParams,
-    ElicitResult, GetPromptRequestParams, GetPromptResult, Implementation, InitializeRequestParams,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, NumberOrString, PingRequest,
-    ProgressNotificationParam, ProgressToken, Prompt, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResult, RequestMetaObject, Resource, ResourceTemplate,
-    ResourceUpdatedNotificationParam, ServerPeerInfo, TaskStatusNotificationParams, Tool,
+    CreateMessageRequestParams, CreateMessageResult, CustomNotification, DiscoverRequest,
+    DiscoverRequestParams, ElicitRequestParams, ElicitResult, GetPromptRequestParams,
+    GetPromptResult, Implementation, InitializeRequestParams, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, NumberOrString, PingRequest, ProgressNotificationParam,
+    ProgressToken, Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult,
+    RequestMetaObject, Resource, ResourceTemplate, ResourceUpdatedNotificationParam,
+    ServerPeerInfo, TaskStatusNotificationParams, Tool,
 };
 use rmcp::service::{
     ClientServiceExt, NotificationContext, RequestContext, RoleClient, RunningService,
@@ -668,14 +669,22 @@ impl Session {
         .await
     }
 
-    /// Round trip of a `ping`.
+    /// Round trip of a `ping`; on a stateless (2026-07-28) session, which has no ping, of a
+    /// `server/discover` (sent directly, past rmcp's response cache, so it reaches the server).
     pub async fn ping(&self) -> Result<Duration, SessionError> {
         let started = Instant::now();
-        self.timed("ping".into(), async {
-            self.peer()
-                .send_request(ClientRequest::PingRequest(PingRequest::default()))
-                .await
-                .map(|_| ())
+        let (what, request) = if self.is_stateless() {
+            (
+                "server/discover (the 2026-07-28 liveness check)",
+                ClientRequest::DiscoverRequest(DiscoverRequest::new(
+                    DiscoverRequestParams::default(),
+                )),
+            )
+        } else {
+            ("ping", ClientRequest::PingRequest(PingRequest::default()))
+        };
+        self.timed(what.into(), async {
+            self.peer().send_request(request).await.map(|_| ())
         })
         .await?;
         Ok(started.elapsed())
