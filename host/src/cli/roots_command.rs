@@ -1,6 +1,7 @@
 //! The chat's `/roots` command: show the roots, `/roots add PATH`, `/roots remove PATH`. A change
 //! is announced to every server with `notifications/roots/list_changed` (where its protocol
 //! version has it), and servers ask for the new list with `roots/list`.
+#![allow(deprecated)] // Roots are deprecated by SEP-2577 (2026-07-28); servers still use them.
 use crate::mcp::SessionManager;
 use crate::mcp::client_requests::terminal_safe;
 
