@@ -609,6 +609,11 @@ fn show_notification(
             ));
             multi.suspend(|| eprintln!("{line}"));
         }
+        // Resource updates, task status and other notifications are shown by the features
+        // that ask for them (subscriptions, tasks).
+        SessionEvent::ResourceUpdated { .. }
+        | SessionEvent::TaskStatus { .. }
+        | SessionEvent::Notification { .. } => {}
     }
 }
 
