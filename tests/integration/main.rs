@@ -4,6 +4,7 @@
 //!
 //! Areas follow the data flow: MCP sessions against real servers, plugins in the real host, the
 //! chat loop, the CLI.
+mod mcp_protocol;
 mod mcp_real_servers;
 mod mcp_session_behaviour;
 

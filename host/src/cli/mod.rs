@@ -11,9 +11,11 @@ use clap::{Parser, Subcommand};
 pub mod approve_prompt;
 mod ask;
 mod chat;
+mod conformance;
 mod doctor;
 mod models;
 mod plugins;
+mod roots_command;
 pub mod status;
 
 /// A mistake in how rkmcp was invoked (exit code 2).
@@ -88,6 +90,10 @@ pub enum Command {
     Models(models::ModelsCommand),
     /// Check backends, the RKLLM runtime, NPU devices, models, plugins and servers.
     Doctor(doctor::DoctorArgs),
+    /// The client the official MCP conformance suite drives (for CI; see
+    /// scripts/check.d/70-conformance.sh).
+    #[command(hide = true, name = "conformance-client")]
+    ConformanceClient(conformance::ConformanceArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -223,6 +229,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Ask(args) => ask::run(&ctx, args).await,
         Command::Models(cmd) => models::run(&ctx, cmd).await,
         Command::Doctor(args) => doctor::run(&ctx, args).await,
+        Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
     }
 }
 

@@ -2,16 +2,21 @@
 //!
 //! It exists because the public servers do not cover everything the client must handle:
 //! paginated lists, a tool list that changes while connected, a near-zero-cost `echo` for
-//! measuring client overhead, a server that never answers and one that dies at start.
+//! measuring client overhead, a server that never answers and one that dies at start, one that
+//! answers with a protocol version of its choosing, one that records `logging/setLevel`.
 //!
 //! Usage: rkmcp-fixture-server [--tools N] [--page-size K] [--prefix P] [--hang] [--die]
+//!        [--protocol-version V] [--logging]
+// logging/setLevel is deprecated by SEP-2577 (2026-07-28); this fixture records it on purpose.
+#![allow(deprecated)]
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResult, Implementation, InitializeResult, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
-    ServerCapabilities,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, ServerCapabilities, SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -21,6 +26,11 @@ use serde_json::{Value, json};
 struct Fixture {
     tools: Arc<Mutex<Vec<Value>>>,
     page_size: usize,
+    /// `--protocol-version V`: the only version this server speaks (any string, e.g. 1999-01-01).
+    protocol_version: Option<ProtocolVersion>,
+    /// `--logging`: declare logging and record the level `logging/setLevel` asked for.
+    logging: bool,
+    log_level: Arc<Mutex<Option<String>>>,
 }
 
 fn tool_json(name: &str, description: &str) -> Value {
@@ -62,15 +72,43 @@ fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
 
 impl ServerHandler for Fixture {
     fn get_info(&self) -> InitializeResult {
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_resources()
-                .enable_prompts()
-                .build(),
-        )
-        .with_server_info(Implementation::new("rkmcp-fixture-server", "0.1.0"))
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_prompts()
+            .build();
+        if self.logging {
+            capabilities.logging = Some(Default::default());
+        }
+        let info = InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("rkmcp-fixture-server", "0.1.0"));
+        match &self.protocol_version {
+            Some(v) => info.with_protocol_version(v.clone()),
+            None => info,
+        }
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        match &self.protocol_version {
+            Some(v) => Cow::Owned(vec![v.clone()]),
+            None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        *self
+            .log_level
+            .lock()
+            .map_err(|_| ErrorData::internal_error("poisoned", None))? =
+            level.as_str().map(str::to_string);
+        Ok(())
     }
 
     async fn list_tools(
@@ -138,6 +176,13 @@ impl ServerHandler for Fixture {
             "fail" => {
                 Ok(CallToolResult::error(vec![ContentBlock::text("failing on purpose")]).into())
             }
+            "last_log_level" => text(
+                self.log_level
+                    .lock()
+                    .map_err(|_| ErrorData::internal_error("poisoned", None))?
+                    .clone()
+                    .unwrap_or_else(|| "none".into()),
+            ),
             other if other.starts_with("tool_") || other.starts_with("dynamic_") => {
                 text(format!("{other} called"))
             }
@@ -233,9 +278,22 @@ async fn main() -> anyhow::Result<()> {
         tool_json("fail", "Returns a tool error"),
     ];
     tools.extend((0..n).map(|i| tool_json(&format!("tool_{i:03}"), "numbered tool")));
+    let protocol_version = value("--protocol-version")
+        .map(|v| serde_json::from_value::<ProtocolVersion>(Value::String(v)))
+        .transpose()?;
+    let logging = flag("--logging");
+    if logging {
+        tools.push(tool_json(
+            "last_log_level",
+            "The level logging/setLevel last asked for",
+        ));
+    }
     let server = Fixture {
         tools: Arc::new(Mutex::new(tools)),
         page_size: page_size.max(1),
+        protocol_version,
+        logging,
+        log_level: Arc::new(Mutex::new(None)),
     };
     let running = server.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
