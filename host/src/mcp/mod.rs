@@ -1,11 +1,13 @@
 //! MCP sessions: one [`session::Session`] per server on rmcp, all of them held by the
 //! [`manager::SessionManager`], which also decides the tool names a model sees ([`naming`]).
+pub mod auth;
 pub mod child;
 pub mod http;
 pub mod manager;
 pub mod naming;
 pub mod plugin_transport;
 pub mod session;
+pub mod sse;
 
 pub use manager::{ExposedTool, SessionManager, StartFailure};
 pub use session::{Catalog, ListKind, Session, SessionError, SessionEvent};

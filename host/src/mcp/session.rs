@@ -266,19 +266,12 @@ impl Session {
                         .await
                         .map_err(|e| start_err(format!("initialize failed: {e}{log_hint}")))
                 }
-                TransportKind::Http => {
-                    let transport = super::http::streamable_http(config).map_err(&start_err)?;
-                    handler
-                        .clone()
-                        .serve(transport)
+                // Remote servers (and their sign-in) live in `http`, `sse` and `auth`.
+                TransportKind::Http | TransportKind::Sse | TransportKind::Auto => {
+                    super::http::connect(config, |transport| handler.clone().serve(transport))
                         .await
-                        .map_err(|e| start_err(format!("initialize failed: {e}")))
+                        .map_err(|e| start_err(e.to_string()))
                 }
-                TransportKind::Sse => Err(SessionError::Unsupported {
-                    server: name.clone(),
-                    transport: "sse".into(),
-                    hint: " (the legacy HTTP+SSE transport; most servers also speak streamable HTTP: try `transport = \"http\"` with their /mcp URL)".into(),
-                }),
                 TransportKind::Plugin(plugin) => {
                     let host = plugins.ok_or_else(|| {
                         start_err("the plugin host is not available".into())
