@@ -237,7 +237,8 @@ impl Transport<RoleClient> for RemoteTransport {
 /// Which transport `auto` settled on for a URL, for the rest of the process.
 static AUTO_CHOICE: Mutex<Vec<(String, TransportKind)>> = Mutex::new(Vec::new());
 
-fn remembered(url: &str) -> Option<TransportKind> {
+/// What `auto` settled on for `url` in this process (`Http` or `Sse`), if it ran.
+pub fn auto_choice(url: &str) -> Option<TransportKind> {
     AUTO_CHOICE
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -276,7 +277,7 @@ where
         .map_err(ConnectError::Auth)?;
     let url = config.url.clone().unwrap_or_default();
     let kind = match &config.transport {
-        TransportKind::Auto => remembered(&url).unwrap_or(TransportKind::Auto),
+        TransportKind::Auto => auto_choice(&url).unwrap_or(TransportKind::Auto),
         other => other.clone(),
     };
     match kind {
@@ -419,10 +420,10 @@ mod tests {
 
     #[test]
     fn auto_choice_is_remembered_per_url() {
-        assert_eq!(remembered("http://a.test/mcp"), None);
+        assert_eq!(auto_choice("http://a.test/mcp"), None);
         remember("http://a.test/mcp", TransportKind::Sse);
         remember("http://b.test/mcp", TransportKind::Http);
-        assert_eq!(remembered("http://a.test/mcp"), Some(TransportKind::Sse));
-        assert_eq!(remembered("http://b.test/mcp"), Some(TransportKind::Http));
+        assert_eq!(auto_choice("http://a.test/mcp"), Some(TransportKind::Sse));
+        assert_eq!(auto_choice("http://b.test/mcp"), Some(TransportKind::Http));
     }
 }

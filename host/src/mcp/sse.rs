@@ -28,7 +28,7 @@ use url::Url;
 use super::auth::BearerSource;
 
 /// Reconnect attempts after the stream drops, before the session is given up.
-const MAX_RECONNECTS: u32 = 5;
+const MAX_RECONNECTS: u32 = 6;
 /// The first reconnect delay; doubled each attempt unless the server sent `retry:`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 /// How long a message waits for an endpoint while the stream is reconnecting.
