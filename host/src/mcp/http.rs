@@ -156,13 +156,13 @@ pub async fn legacy_sse(
     config: &ServerConfig,
     bearer: Option<Arc<dyn BearerSource>>,
 ) -> Result<RemoteTransport, SseError> {
-    let client = client(config).map_err(SseError::Auth)?;
+    let client = client(config).map_err(SseError::Setup)?;
     let raw = config.url.as_deref().unwrap_or_default();
     let url = url::Url::parse(raw).map_err(|_| SseError::BadEndpoint {
         url: url::Url::parse("http://invalid/").expect("static URL"),
         data: raw.to_string(),
     })?;
-    let (mut headers, static_token) = headers(config).map_err(SseError::Auth)?;
+    let (mut headers, static_token) = headers(config).map_err(SseError::Setup)?;
     let bearer = match (bearer, static_token) {
         (Some(b), _) => Some(b),
         (None, Some(token)) => {
@@ -328,6 +328,7 @@ where
 {
     let transport = legacy_sse(config, bearer).await.map_err(|e| match e {
         SseError::AuthRequired { challenge, .. } => needs_login(config, challenge.as_deref()),
+        SseError::Auth(failure) => ConnectError::Auth(failure),
         other => ConnectError::Other(format!("legacy HTTP+SSE: {other}")),
     })?;
     serve(transport)

@@ -94,8 +94,10 @@ pub enum SseError {
     Lost { url: Url, reason: String },
     #[error("cannot encode a JSON-RPC message: {0}")]
     Encode(#[from] serde_json::Error),
-    #[error("sign-in: {0}")]
-    Auth(String),
+    #[error(transparent)]
+    Auth(#[from] super::auth::AuthFailure),
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// Where messages go, as the reader last learned it.
@@ -200,10 +202,10 @@ async fn open_stream(shared: &Shared, last_event_id: Option<&str>) -> Result<Eve
     if let Some(id) = last_event_id {
         request = request.header("Last-Event-ID", id);
     }
-    if let Some(bearer) = &shared.bearer {
-        if let Some(token) = bearer.token().await.map_err(SseError::Auth)? {
-            request = request.bearer_auth(token);
-        }
+    if let Some(bearer) = &shared.bearer
+        && let Some(token) = bearer.token().await?
+    {
+        request = request.bearer_auth(token);
     }
     let response = request.send().await.map_err(|source| SseError::Connect {
         url: url.clone(),
@@ -497,7 +499,7 @@ async fn post(shared: &Shared, endpoint: &Url, body: &serde_json::Value) -> Resu
         request.send()
     };
     let token = match &shared.bearer {
-        Some(bearer) => bearer.token().await.map_err(SseError::Auth)?,
+        Some(bearer) => bearer.token().await?,
         None => None,
     };
     let post_err = |source| SseError::Post {
@@ -508,7 +510,7 @@ async fn post(shared: &Shared, endpoint: &Url, body: &serde_json::Value) -> Resu
     // One refresh and retry when the server rejects the token we sent.
     if response.status() == reqwest::StatusCode::UNAUTHORIZED
         && let (Some(bearer), Some(sent)) = (&shared.bearer, token)
-        && let Some(fresh) = bearer.rejected(&sent).await.map_err(SseError::Auth)?
+        && let Some(fresh) = bearer.rejected(&sent).await?
     {
         response = send(Some(fresh)).await.map_err(post_err)?;
     }

@@ -280,8 +280,6 @@ impl BearerSource for StoredSignIn {
 pub struct ClientCredentialsBearer {
     config: ServerConfig,
     state: Mutex<Option<AuthorizationManager>>,
-    /// The latest challenge the server sent, to seed discovery.
-    challenge: Mutex<Option<String>>,
 }
 
 impl ClientCredentialsBearer {
@@ -289,7 +287,6 @@ impl ClientCredentialsBearer {
         Ok(ClientCredentialsBearer {
             config: config.clone(),
             state: Mutex::new(None),
-            challenge: Mutex::new(None),
         })
     }
 
@@ -309,8 +306,7 @@ impl ClientCredentialsBearer {
         let auth = self.config.auth.clone().unwrap_or_default();
         let mut manager = manager(&self.config, None).await?;
         manager.set_credential_store(InMemoryCredentialStore::new());
-        let challenge = self.challenge.lock().await.clone();
-        let mut metadata = discover(&self.config, &mut manager, challenge.as_deref()).await?;
+        let mut metadata = discover(&self.config, &mut manager, None).await?;
         // The configured method wins over what rmcp would pick from the advertised list.
         if let Some(method) = auth.token_endpoint_auth_method {
             let name = match method {
@@ -391,12 +387,5 @@ impl BearerSource for ClientCredentialsBearer {
             )
             .next("add the scope to `[servers.auth] scopes`"))
         })
-    }
-}
-
-impl ClientCredentialsBearer {
-    /// Remembers the server's challenge so the next discovery starts from it.
-    pub async fn note_challenge(&self, challenge: &str) {
-        *self.challenge.lock().await = Some(challenge.to_string());
     }
 }
