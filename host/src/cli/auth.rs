@@ -23,6 +23,9 @@ pub enum AuthCommand {
         /// Do not open a browser; print the URL only.
         #[arg(long)]
         no_browser: bool,
+        /// Sign in on another device with a short code (RFC 8628), for machines without a browser.
+        #[arg(long, conflicts_with = "no_browser")]
+        device: bool,
         /// How long to wait for the sign-in to finish.
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         timeout: Duration,
@@ -74,6 +77,7 @@ pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
             server,
             scopes,
             no_browser,
+            device,
             timeout,
         } => {
             let server = remote_server(&config, &server)?;
@@ -99,7 +103,11 @@ pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
                 accept_paste: std::io::stdin().is_terminal(),
                 timeout,
             };
-            let signed_in = login(server, &options, &mut Stderr).await?;
+            let signed_in = if device {
+                crate::mcp::auth::device::device_login(server, &options, &mut Stderr).await?
+            } else {
+                login(server, &options, &mut Stderr).await?
+            };
             if ctx.global.json {
                 output::json(&signed_in)?;
             } else {

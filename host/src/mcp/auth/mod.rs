@@ -17,6 +17,7 @@ use futures::future::BoxFuture;
 use crate::config::{Grant, ServerConfig};
 
 pub mod bearer_client;
+pub mod device;
 pub mod login;
 pub mod oauth;
 pub mod store;
