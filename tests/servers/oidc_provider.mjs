@@ -70,6 +70,7 @@ const provider = new Provider(issuer, {
     revocation: { enabled: true },
     introspection: { enabled: true },
     clientCredentials: { enabled: true },
+    deviceFlow: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: (_ctx, _client, oneOf) => oneOf ?? undefined,
