@@ -777,4 +777,57 @@ env = { GITHUB_TOKEN = "ghp_1", PATH = "/bin" }
         assert!(err.contains("/cfg/mcp.json:3:"), "{err}");
         assert!(err.contains("did you mean `command`?"), "{err}");
     }
+
+    #[test]
+    fn servers_auth_is_resolved_and_its_secret_never_serialized() {
+        let c = load(
+            r#"
+[[servers]]
+name = "ci"
+url = "https://ci.example.com/mcp"
+[servers.auth]
+grant = "client_credentials"
+client_id = "rkmcp-ci"
+client_secret = "s3cr3t-value"
+token_endpoint_auth_method = "client_secret_basic"
+scopes = ["mcp:tools"]
+"#,
+        )
+        .unwrap();
+        let auth = c.servers[0].auth.clone().unwrap();
+        assert_eq!(auth.grant, Grant::ClientCredentials);
+        assert_eq!(auth.client_secret.as_deref(), Some("s3cr3t-value"));
+        assert_eq!(
+            auth.token_endpoint_auth_method,
+            Some(TokenEndpointAuth::ClientSecretBasic)
+        );
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("s3cr3t-value"), "{json}");
+        assert!(json.contains("\"client_secret\":\"***\""), "{json}");
+    }
+
+    #[test]
+    fn servers_auth_mistakes_are_named() {
+        let cases = [
+            ("grant = \"client_credential\"", "did you mean `client_credentials`?"),
+            ("grant = \"client_credentials\"\nclient_id = \"x\"", "needs `auth.client_id` and `auth.client_secret`"),
+            ("client_secret = \"x\"", "needs `auth.client_id`"),
+            ("client_metadata_url = \"http://x/y.json\"", "must be an https:// URL"),
+            ("bearer_token_env = \"MY TOKEN\"", "names an environment variable"),
+            ("token_endpoint_auth_method = \"private_key_jwt\"", "not supported"),
+        ];
+        for (auth, expected) in cases {
+            let err = load(&format!(
+                "[[servers]]\nname = \"w\"\nurl = \"https://w.example/mcp\"\n[servers.auth]\n{auth}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(expected), "{auth}: {err}");
+            assert!(err.contains("server `w`"), "{err}");
+        }
+        let err = load("[[servers]]\nname = \"s\"\ncommand = \"x\"\n[servers.auth]\nclient_id = \"c\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("for remote (`url`) servers"), "{err}");
+    }
 }

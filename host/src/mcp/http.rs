@@ -158,10 +158,8 @@ pub async fn legacy_sse(
 ) -> Result<RemoteTransport, SseError> {
     let client = client(config).map_err(SseError::Setup)?;
     let raw = config.url.as_deref().unwrap_or_default();
-    let url = url::Url::parse(raw).map_err(|_| SseError::BadEndpoint {
-        url: url::Url::parse("http://invalid/").expect("static URL"),
-        data: raw.to_string(),
-    })?;
+    let url = url::Url::parse(raw)
+        .map_err(|e| SseError::Setup(format!("`url` {raw} is not a URL: {e}")))?;
     let (mut headers, static_token) = headers(config).map_err(SseError::Setup)?;
     let bearer = match (bearer, static_token) {
         (Some(b), _) => Some(b),

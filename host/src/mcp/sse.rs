@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderMap};
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use sse_stream::{Sse, SseStream};
@@ -41,57 +41,57 @@ const REPLAY_ID: &str = "rkmcp-sse-reinitialize";
 pub enum SseError {
     #[error("cannot reach {url}: {}", super::http::describe_reqwest(source))]
     Connect {
-        url: Url,
+        url: String,
         #[source]
         source: reqwest::Error,
     },
     #[error("the server needs a sign-in ({url} answered 401 Unauthorized)")]
-    AuthRequired { url: Url, challenge: Option<String> },
+    AuthRequired { url: String, challenge: Option<String> },
     #[error("GET {url} answered HTTP {status}{body}")]
     Status {
-        url: Url,
+        url: String,
         status: reqwest::StatusCode,
         body: String,
     },
     #[error(
         "GET {url} did not answer with an event stream (Content-Type: {content_type}); is this the server's SSE URL (often ending in /sse)?"
     )]
-    NotEventStream { url: Url, content_type: String },
+    NotEventStream { url: String, content_type: String },
     #[error(
         "the SSE stream from {url} ended before the server sent its `endpoint` event (a legacy HTTP+SSE server sends it first); is this an MCP SSE URL?"
     )]
-    NoEndpoint { url: Url },
+    NoEndpoint { url: String },
     #[error(
         "no `endpoint` event from {url} within {}; is this an MCP SSE URL?",
         humantime::format_duration(*waited)
     )]
-    EndpointTimeout { url: Url, waited: Duration },
+    EndpointTimeout { url: String, waited: Duration },
     #[error("the SSE stream from {url} is broken: {source}")]
     Broken {
-        url: Url,
+        url: String,
         #[source]
         source: sse_stream::Error,
     },
     #[error("the `endpoint` event from {url} is not a URL: `{data}`")]
-    BadEndpoint { url: Url, data: String },
+    BadEndpoint { url: String, data: String },
     #[error(
         "refusing the POST endpoint {endpoint}: it is on another origin than the SSE URL {url} (messages and credentials stay with the server you configured)"
     )]
-    CrossOrigin { url: Url, endpoint: Url },
+    CrossOrigin { url: String, endpoint: String },
     #[error("POST {endpoint} failed: {}", super::http::describe_reqwest(source))]
     Post {
-        endpoint: Url,
+        endpoint: String,
         #[source]
         source: reqwest::Error,
     },
     #[error("POST {endpoint} answered HTTP {status}{body}")]
     PostStatus {
-        endpoint: Url,
+        endpoint: String,
         status: reqwest::StatusCode,
         body: String,
     },
     #[error("the connection to {url} is lost: {reason}")]
-    Lost { url: Url, reason: String },
+    Lost { url: String, reason: String },
     #[error("cannot encode a JSON-RPC message: {0}")]
     Encode(#[from] serde_json::Error),
     #[error(transparent)]
@@ -168,7 +168,7 @@ impl SseTransport {
         )
         .await
         .map_err(|_| SseError::EndpointTimeout {
-            url: shared.url.clone(),
+            url: shared.url.to_string(),
             waited: options.endpoint_timeout,
         })??;
         tracing::debug!(server = %shared.server, "legacy SSE endpoint: {endpoint}");
@@ -208,7 +208,7 @@ async fn open_stream(shared: &Shared, last_event_id: Option<&str>) -> Result<Eve
         request = request.bearer_auth(token);
     }
     let response = request.send().await.map_err(|source| SseError::Connect {
-        url: url.clone(),
+        url: url.to_string(),
         source,
     })?;
     let status = response.status();
@@ -219,13 +219,13 @@ async fn open_stream(shared: &Shared, last_event_id: Option<&str>) -> Result<Eve
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         return Err(SseError::AuthRequired {
-            url: url.clone(),
+            url: url.to_string(),
             challenge,
         });
     }
     if !status.is_success() {
         return Err(SseError::Status {
-            url: url.clone(),
+            url: url.to_string(),
             status,
             body: body_excerpt(response).await,
         });
@@ -241,7 +241,7 @@ async fn open_stream(shared: &Shared, last_event_id: Option<&str>) -> Result<Eve
         .starts_with("text/event-stream")
     {
         return Err(SseError::NotEventStream {
-            url: url.clone(),
+            url: url.to_string(),
             content_type: if content_type.is_empty() {
                 "none".into()
             } else {
@@ -276,7 +276,7 @@ async fn wait_for_endpoint(
     let url = &shared.url;
     while let Some(event) = stream.next().await {
         let event = event.map_err(|source| SseError::Broken {
-            url: url.clone(),
+            url: url.to_string(),
             source,
         })?;
         if event.id.is_some() {
@@ -294,13 +294,13 @@ async fn wait_for_endpoint(
             ),
         }
     }
-    Err(SseError::NoEndpoint { url: url.clone() })
+    Err(SseError::NoEndpoint { url: url.to_string() })
 }
 
 /// The POST URL from an `endpoint` event: relative to the SSE URL, same origin only.
 pub fn resolve_endpoint(sse_url: &Url, data: &str) -> Result<Url, SseError> {
     let endpoint = sse_url.join(data).map_err(|_| SseError::BadEndpoint {
-        url: sse_url.clone(),
+        url: sse_url.to_string(),
         data: data.chars().take(200).collect(),
     })?;
     let same_origin = endpoint.scheme() == sse_url.scheme()
@@ -309,8 +309,8 @@ pub fn resolve_endpoint(sse_url: &Url, data: &str) -> Result<Url, SseError> {
         && endpoint.port_or_known_default() == sse_url.port_or_known_default();
     if !same_origin {
         return Err(SseError::CrossOrigin {
-            url: sse_url.clone(),
-            endpoint,
+            url: sse_url.to_string(),
+            endpoint: endpoint.to_string(),
         });
     }
     Ok(endpoint)
@@ -442,7 +442,7 @@ async fn reconnect(
             )
             .await
             .map_err(|_| SseError::EndpointTimeout {
-                url: shared.url.clone(),
+                url: shared.url.to_string(),
                 waited: ENDPOINT_WAIT,
             })??;
             Ok::<_, SseError>((stream, endpoint))
@@ -461,7 +461,7 @@ async fn reconnect(
         }
     }
     Err(SseError::Lost {
-        url: shared.url.clone(),
+        url: shared.url.to_string(),
         reason: format!(
             "{MAX_RECONNECTS} reconnect attempts failed, the last with: {}",
             last_err.map(|e| e.to_string()).unwrap_or_default()
@@ -503,7 +503,7 @@ async fn post(shared: &Shared, endpoint: &Url, body: &serde_json::Value) -> Resu
         None => None,
     };
     let post_err = |source| SseError::Post {
-        endpoint: endpoint.clone(),
+        endpoint: endpoint.to_string(),
         source,
     };
     let mut response = send(token.clone()).await.map_err(post_err)?;
@@ -520,7 +520,7 @@ async fn post(shared: &Shared, endpoint: &Url, body: &serde_json::Value) -> Resu
     }
     if status == reqwest::StatusCode::UNAUTHORIZED {
         return Err(SseError::AuthRequired {
-            url: endpoint.clone(),
+            url: endpoint.to_string(),
             challenge: response
                 .headers()
                 .get(reqwest::header::WWW_AUTHENTICATE)
@@ -529,7 +529,7 @@ async fn post(shared: &Shared, endpoint: &Url, body: &serde_json::Value) -> Resu
         });
     }
     Err(SseError::PostStatus {
-        endpoint: endpoint.clone(),
+        endpoint: endpoint.to_string(),
         status,
         body: body_excerpt(response).await,
     })
@@ -550,7 +550,7 @@ async fn ready_endpoint(shared: &Shared) -> Result<Url, SseError> {
     match state {
         Endpoint::Ready(url) => Ok(url),
         Endpoint::Gone(reason) => Err(SseError::Lost {
-            url: shared.url.clone(),
+            url: shared.url.to_string(),
             reason,
         }),
         Endpoint::Pending => unreachable!("waited for a state other than Pending"),
