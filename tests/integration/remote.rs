@@ -96,7 +96,9 @@ async fn auto_falls_back_to_legacy_sse_and_remembers_it() {
     session.shutdown().await;
 }
 
-#[tokio::test]
+// Two worker threads: starting the second server blocks this test's thread, and the transport's
+// reader must notice the dropped stream meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_sse_reconnects_after_the_server_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let port = rkmcp_tests::free_port().to_string();

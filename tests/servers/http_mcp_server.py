@@ -108,6 +108,7 @@ async def main() -> None:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
+    sock.listen(128)  # connections made before uvicorn runs wait in the backlog
     port = sock.getsockname()[1]
     server, url = build(args, port)
     if args.transport == "sse":

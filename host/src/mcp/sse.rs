@@ -346,11 +346,13 @@ async fn read_loop(
         match reconnected {
             Ok((new_stream, endpoint)) => {
                 stream = new_stream;
+                // A new endpoint is a new server-side session: initialize it before any queued
+                // message may go there (they wait for `Ready`).
                 let new_session = old_endpoint.as_ref() != Some(&endpoint);
-                shared.endpoint.send_replace(Endpoint::Ready(endpoint.clone()));
                 if new_session && let Err(err) = replay_handshake(&shared, &endpoint).await {
                     tracing::warn!(server = %shared.server, "re-initializing after reconnect failed: {err}");
                 }
+                shared.endpoint.send_replace(Endpoint::Ready(endpoint));
                 tracing::info!(server = %shared.server, "reconnected to {}", shared.url);
             }
             Err(err) => {
