@@ -350,3 +350,35 @@ fn static_bearer_token_from_the_environment() {
     assert!(!out.status.success());
     assert!(!err.contains("not-a-real-token"), "{err}");
 }
+
+#[test]
+fn device_code_sign_in() {
+    let s = sign_in_setup(3600, "");
+    let home = s.dir.path();
+    let mut child = rkmcp_command(home, &["auth", "login", "secure", "--device"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr_pipe = child.stderr.take().unwrap();
+    let mut said = String::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stderr_pipe)) {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        // The person opens the page on their phone and confirms the code.
+        if let Some(url) = line.trim().strip_prefix("(or open ").and_then(|u| u.strip_suffix(')')) {
+            let python = remote_peers::plugin_python();
+            let browser = rkmcp_tests::repo().join("tests/servers/approving_browser.py");
+            let status = std::process::Command::new(python).arg(browser).arg(url).status().unwrap();
+            assert!(status.success());
+        }
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{said}");
+    assert!(said.contains("enter the code"), "{said}");
+    assert!(said.contains("Signed in to `secure`"), "{said}");
+    let out = run_rkmcp(home, &["tools", "call", "secure__add", "a=1", "b=1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains('2'));
+}
