@@ -273,6 +273,19 @@ where
     let bearer = super::auth::bearer_for(config)
         .await
         .map_err(ConnectError::Auth)?;
+    connect_with(config, bearer, serve).await
+}
+
+/// [`connect`] with a given token source (e.g. [`super::auth::headless::AutoApproved::source`]).
+pub async fn connect_with<S, F, Fut>(
+    config: &ServerConfig,
+    bearer: Option<Arc<dyn BearerSource>>,
+    serve: F,
+) -> Result<S, ConnectError>
+where
+    F: Fn(RemoteTransport) -> Fut,
+    Fut: Future<Output = Result<S, ClientInitializeError>>,
+{
     let url = config.url.clone().unwrap_or_default();
     let kind = match &config.transport {
         TransportKind::Auto => auto_choice(&url).unwrap_or(TransportKind::Auto),

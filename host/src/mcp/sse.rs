@@ -190,27 +190,49 @@ impl SseTransport {
     }
 }
 
+fn challenge_of(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 /// GETs the SSE URL and checks that an event stream came back.
 async fn open_stream(shared: &Shared, last_event_id: Option<&str>) -> Result<EventStream, SseError> {
     let url = &shared.url;
-    let mut request = shared
-        .client
-        .get(url.clone())
-        .headers(shared.headers.clone())
-        .header(ACCEPT, "text/event-stream")
-        .header(CACHE_CONTROL, "no-cache");
-    if let Some(id) = last_event_id {
-        request = request.header("Last-Event-ID", id);
-    }
-    if let Some(bearer) = &shared.bearer
-        && let Some(token) = bearer.token().await?
-    {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.map_err(|source| SseError::Connect {
+    let send = |token: Option<String>| {
+        let mut request = shared
+            .client
+            .get(url.clone())
+            .headers(shared.headers.clone())
+            .header(ACCEPT, "text/event-stream")
+            .header(CACHE_CONTROL, "no-cache");
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id);
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let connect_err = |source| SseError::Connect {
         url: url.to_string(),
         source,
-    })?;
+    };
+    let token = match &shared.bearer {
+        Some(bearer) => bearer.token().await?,
+        None => None,
+    };
+    let mut response = send(token.clone()).await.map_err(connect_err)?;
+    if response.status() == reqwest::StatusCode::UNAUTHORIZED
+        && let Some(bearer) = &shared.bearer
+        && let Some(fresh) = bearer
+            .rejected(token.as_deref(), challenge_of(&response).as_deref())
+            .await?
+    {
+        response = send(Some(fresh)).await.map_err(connect_err)?;
+    }
     let status = response.status();
     if status == reqwest::StatusCode::UNAUTHORIZED {
         let challenge = response
@@ -511,8 +533,10 @@ async fn post(shared: &Shared, endpoint: &Url, body: &serde_json::Value) -> Resu
     let mut response = send(token.clone()).await.map_err(post_err)?;
     // One refresh and retry when the server rejects the token we sent.
     if response.status() == reqwest::StatusCode::UNAUTHORIZED
-        && let (Some(bearer), Some(sent)) = (&shared.bearer, token)
-        && let Some(fresh) = bearer.rejected(&sent).await?
+        && let Some(bearer) = &shared.bearer
+        && let Some(fresh) = bearer
+            .rejected(token.as_deref(), challenge_of(&response).as_deref())
+            .await?
     {
         response = send(Some(fresh)).await.map_err(post_err)?;
     }

@@ -69,10 +69,12 @@ impl BearerClient {
             match call(token.clone()).await {
                 Err(StreamableHttpError::AuthRequired(challenge)) if !refreshed => {
                     refreshed = true;
-                    let Some(sent) = token.as_deref() else {
-                        return Err(StreamableHttpError::AuthRequired(challenge));
-                    };
-                    match self.source.rejected(sent).await.map_err(auth_error)? {
+                    match self
+                        .source
+                        .rejected(token.as_deref(), Some(&challenge.www_authenticate_header))
+                        .await
+                        .map_err(auth_error)?
+                    {
                         Some(fresh) => token = Some(fresh),
                         None => return Err(StreamableHttpError::AuthRequired(challenge)),
                     }

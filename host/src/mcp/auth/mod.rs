@@ -18,6 +18,7 @@ use crate::config::{Grant, ServerConfig};
 
 pub mod bearer_client;
 pub mod device;
+pub mod headless;
 pub mod login;
 pub mod oauth;
 pub mod store;
@@ -27,11 +28,13 @@ pub trait BearerSource: Send + Sync {
     /// The token to send now (refreshed first if it is about to expire), or `None` to send the
     /// request unauthenticated and let the server's challenge decide.
     fn token(&self) -> BoxFuture<'_, Result<Option<String>, AuthFailure>>;
-    /// The server answered 401 to a request that carried `sent`: a fresh token to retry once
-    /// with, or `None` when only a new sign-in can help.
+    /// The server answered 401 (with `challenge`, its `WWW-Authenticate`) to a request that
+    /// carried `sent` (or no token): a token to retry once with, or `None` when only a new
+    /// sign-in can help.
     fn rejected<'a>(
         &'a self,
-        sent: &'a str,
+        sent: Option<&'a str>,
+        challenge: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>>;
     /// The server answered 403 `insufficient_scope`: a token with more scope to retry with.
     /// Sources that cannot ask a person return an error saying how to sign in again.
@@ -187,7 +190,8 @@ impl BearerSource for StaticBearer {
 
     fn rejected<'a>(
         &'a self,
-        _sent: &'a str,
+        _sent: Option<&'a str>,
+        _challenge: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
         Box::pin(async move {
             Err(AuthFailure::new(

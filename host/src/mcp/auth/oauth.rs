@@ -235,9 +235,13 @@ impl BearerSource for StoredSignIn {
 
     fn rejected<'a>(
         &'a self,
-        _sent: &'a str,
+        sent: Option<&'a str>,
+        _challenge: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
         Box::pin(async move {
+            if sent.is_none() {
+                return Ok(None); // nothing usable stored: the person must sign in
+            }
             match self.manager.lock().await.refresh_token().await {
                 Ok(response) => Ok(Some(response.access_token().secret().to_string())),
                 Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
@@ -364,11 +368,12 @@ impl BearerSource for ClientCredentialsBearer {
 
     fn rejected<'a>(
         &'a self,
-        sent: &'a str,
+        sent: Option<&'a str>,
+        _challenge: Option<&'a str>,
     ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
         Box::pin(async move {
             let fresh = self.fetch().await?;
-            Ok((fresh != sent).then_some(fresh))
+            Ok((Some(fresh.as_str()) != sent).then_some(fresh))
         })
     }
 
