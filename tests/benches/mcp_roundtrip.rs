@@ -3,6 +3,9 @@
 //! its reply line read back). Against our near-zero-cost fixture `echo` (so the server's cost
 //! does not hide the client's) and against server-everything's `echo`. Also 8 calls in flight on
 //! one session, and the time until all tools of 3 servers are listed vs each server alone.
+//! The client comparisons pin 2025-11-25 (the version the rmcp-direct and floor clients speak);
+//! a separate section compares rkmcp's 2026-07-28 stateless calls (version and capabilities in
+//! every request's `_meta`) with its 2025-11-25 session calls on the same fixture server.
 //!
 //! Run: `cargo bench -p rkmcp-tests --bench mcp_roundtrip` (after scripts/setup).
 //! Env: BENCH_CALLS (default 2000), BENCH_FLAVOR=current|multi|both (default both).
@@ -143,8 +146,18 @@ async fn rmcp_direct(t: &Target, calls: usize, in_flight: usize) -> anyhow::Resu
 }
 
 async fn rkmcp_session(t: &Target, calls: usize, in_flight: usize) -> anyhow::Result<(Stats, f64)> {
+    rkmcp_session_speaking(t, calls, in_flight, "2025-11-25").await
+}
+
+/// [`rkmcp_session`] with the protocol setting `protocol` (`auto` or a version).
+async fn rkmcp_session_speaking(
+    t: &Target,
+    calls: usize,
+    in_flight: usize,
+    protocol: &str,
+) -> anyhow::Result<(Stats, f64)> {
     let dir = tempfile::tempdir()?;
-    let config = one_server_config(dir.path(), std::slice::from_ref(t))?;
+    let config = one_server_config_speaking(dir.path(), std::slice::from_ref(t), protocol)?;
     let manager = SessionManager::start(&config, None).await;
     if let Some(f) = manager.failures().first() {
         anyhow::bail!("{}", f.error);
@@ -153,6 +166,10 @@ async fn rkmcp_session(t: &Target, calls: usize, in_flight: usize) -> anyhow::Re
         .session(t.label)
         .cloned()
         .ok_or_else(|| anyhow::anyhow!("no session"))?;
+    let negotiated = session.protocol_version().map(|v| v.to_string());
+    if protocol != "auto" && negotiated.as_deref() != Some(protocol) {
+        anyhow::bail!("asked for {protocol}, the server settled on {negotiated:?}");
+    }
     let tool = t.tool;
     let result = drive(calls, in_flight, || {
         let session = session.clone();
@@ -216,11 +233,19 @@ where
 }
 
 fn one_server_config(dir: &Path, targets: &[Target]) -> anyhow::Result<Config> {
+    one_server_config_speaking(dir, targets, "auto")
+}
+
+fn one_server_config_speaking(
+    dir: &Path,
+    targets: &[Target],
+    protocol: &str,
+) -> anyhow::Result<Config> {
     let mut toml = String::new();
     for t in targets {
         let args: Vec<String> = t.args.iter().map(|a| format!("{a:?}")).collect();
         toml.push_str(&format!(
-            "[[servers]]\nname = {:?}\ncommand = {:?}\nargs = [{}]\n",
+            "[[servers]]\nname = {:?}\ncommand = {:?}\nargs = [{}]\nprotocol = {protocol:?}\n",
             t.label,
             t.program,
             args.join(", ")
@@ -344,6 +369,22 @@ async fn run(calls: usize, flavor: &str) -> anyhow::Result<()> {
     println!(
         "\n## 8 calls in flight on one session (fixture echo): rmcp {r8:.0} calls/s, rkmcp {k8:.0} calls/s, rkmcp/rmcp throughput {:.3}x",
         k8 / r8
+    );
+    protocol_versions(t, calls).await
+}
+
+/// rkmcp against the same fixture server in both lifecycles, interleaved so machine drift hits
+/// both alike: 2026-07-28 stateless calls vs 2025-11-25 session calls.
+async fn protocol_versions(t: &Target, calls: usize) -> anyhow::Result<()> {
+    let (s1, _) = rkmcp_session_speaking(t, calls / 2, 1, "2025-11-25").await?;
+    let (n1, _) = rkmcp_session_speaking(t, calls / 2, 1, "2026-07-28").await?;
+    let (s2, _) = rkmcp_session_speaking(t, calls / 2, 1, "2025-11-25").await?;
+    let (n2, _) = rkmcp_session_speaking(t, calls / 2, 1, "2026-07-28").await?;
+    let session = (s1.p50 + s2.p50) / 2.0;
+    let stateless = (n1.p50 + n2.p50) / 2.0;
+    println!(
+        "\n## protocol versions (fixture echo, rkmcp): 2026-07-28 stateless p50 {stateless:.1}µs, 2025-11-25 session p50 {session:.1}µs, stateless/session {:.3}x",
+        stateless / session
     );
     Ok(())
 }

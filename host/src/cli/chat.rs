@@ -193,6 +193,7 @@ const HELP: &str = "\
 /resource URI            put a resource into the conversation
 /prompt NAME [k=v …]     put a server's prompt template into the conversation and answer it
 /plugins                 the WebAssembly plugins found and their status
+/roots [add|remove PATH] the directories servers may work in (roots)
 /clear                   forget the conversation (the transcript keeps it for /save)
 /save FILE               write the transcript (messages, calls, approvals, results) as JSON
 /exit                    leave (Ctrl-D too)";
@@ -205,6 +206,7 @@ const COMMANDS: &[&str] = &[
     "resource",
     "prompt",
     "plugins",
+    "roots",
     "clear",
     "save",
     "exit",
@@ -236,6 +238,9 @@ async fn slash(engine: &mut ChatEngine, config: &crate::config::Config, command:
         "resource" => add_resource(engine, &rest).await,
         "prompt" => add_prompt(engine, &rest).await,
         "plugins" => show_plugins(config),
+        "roots" => super::roots_command::run(engine.sessions(), &rest)
+            .await
+            .map(|()| Flow::Continue),
         "clear" => {
             engine.clear();
             println!("{}", dim("(conversation cleared)"));

@@ -12,9 +12,11 @@ pub mod approve_prompt;
 mod ask;
 mod auth;
 mod chat;
+mod conformance;
 mod doctor;
 mod models;
 mod plugins;
+mod roots_command;
 pub mod status;
 
 /// A mistake in how rkmcp was invoked (exit code 2).
@@ -92,6 +94,10 @@ pub enum Command {
     /// Sign in to remote MCP servers (OAuth), show sign-ins, sign out.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// The client the official MCP conformance suite drives (for CI; see
+    /// scripts/check.d/70-conformance.sh).
+    #[command(hide = true, name = "conformance-client")]
+    ConformanceClient(conformance::ConformanceArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -228,6 +234,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Models(cmd) => models::run(&ctx, cmd).await,
         Command::Doctor(args) => doctor::run(&ctx, args).await,
         Command::Auth(cmd) => auth::run(&ctx, cmd).await,
+        Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
     }
 }
 

@@ -259,6 +259,9 @@ pub enum ConnectError {
     NeedsLogin { command: String, detail: String },
     #[error("{0}")]
     Auth(AuthFailure),
+    /// The handshake failed for a reason of the protocol's (the session layer words it).
+    #[error("initialize failed: {0}")]
+    Initialize(Box<ClientInitializeError>),
     #[error("{0}")]
     Other(String),
 }
@@ -297,7 +300,7 @@ where
             let transport = streamable_http(config, bearer).map_err(ConnectError::Other)?;
             serve(transport)
                 .await
-                .map_err(|e| initialize_error(config, &e))
+                .map_err(|e| initialize_error(config, e))
         }
         _ => {
             let transport =
@@ -321,7 +324,7 @@ where
                         remember(&url, TransportKind::Sse);
                         Ok(service)
                     }
-                    None => Err(initialize_error(config, &err)),
+                    None => Err(initialize_error(config, err)),
                 },
             }
         }
@@ -344,7 +347,7 @@ where
     })?;
     serve(transport)
         .await
-        .map_err(|e| initialize_error(config, &e))
+        .map_err(|e| initialize_error(config, e))
 }
 
 fn needs_login(config: &ServerConfig, challenge: Option<&str>) -> ConnectError {
@@ -388,8 +391,8 @@ fn refused_status(err: &ClientInitializeError) -> Option<u16> {
 }
 
 /// An initialize failure in words; a 401 becomes "run `rkmcp auth login …`".
-fn initialize_error(config: &ServerConfig, err: &ClientInitializeError) -> ConnectError {
-    if let Some(http) = http_error(err) {
+fn initialize_error(config: &ServerConfig, err: ClientInitializeError) -> ConnectError {
+    if let Some(http) = http_error(&err) {
         match http {
             StreamableHttpError::AuthRequired(challenge) => {
                 return needs_login(config, Some(&challenge.www_authenticate_header));
@@ -407,7 +410,7 @@ fn initialize_error(config: &ServerConfig, err: &ClientInitializeError) -> Conne
             _ => {}
         }
     }
-    if let Some(inner) = transport_error(err) {
+    if let Some(inner) = transport_error(&err) {
         if let Some(failure) = find_auth_failure(inner) {
             return ConnectError::Auth(failure.clone());
         }
@@ -417,7 +420,7 @@ fn initialize_error(config: &ServerConfig, err: &ClientInitializeError) -> Conne
             return needs_login(config, challenge.as_deref());
         }
     }
-    ConnectError::Other(format!("initialize failed: {err}"))
+    ConnectError::Initialize(Box::new(err))
 }
 
 #[cfg(test)]

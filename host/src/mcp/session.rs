@@ -4,24 +4,50 @@
 //! Logging notifications and `logging/setLevel` are deprecated by SEP-2577, but the servers people
 //! run today still use them, so this module uses them on purpose.
 #![allow(deprecated)]
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientRequest,
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation,
-    InitializeRequestParams, LoggingLevel, LoggingMessageNotificationParam, NumberOrString,
-    PingRequest, ProgressNotificationParam, ProgressToken, Prompt, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, Resource, ResourceTemplate,
-    ServerPeerInfo, Tool,
+    CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
+    CreateMessageRequestParams, CreateMessageResult, CustomNotification, ElicitRequestParams,
+    ElicitResult, GetPromptRequestParams, GetPromptResult, Implementation, InitializeRequestParams,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, NumberOrString, PingRequest,
+    ProgressNotificationParam, ProgressToken, Prompt, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, RequestMetaObject, Resource, ResourceTemplate,
+    ResourceUpdatedNotificationParam, ServerPeerInfo, TaskStatusNotificationParams, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::service::{
+    ClientServiceExt, NotificationContext, RequestContext, RoleClient, RunningService,
+};
+use rmcp::transport::IntoTransport;
+use rmcp::{ClientHandler, ErrorData};
 use tokio::sync::broadcast;
 
+use super::client_requests::ClientRequests;
+use super::negotiate;
 use crate::config::{ServerConfig, TransportKind};
+
+/// How many `input_required` rounds one multi-round request (2026-07-28) may take before rkmcp
+/// gives up: enough for a form, a confirmation and a retry, not for a server looping forever.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// The shortest list lifetime honoured: a list said to go stale within milliseconds is not
+/// re-fetched in a busy loop.
+const MIN_LIST_TTL: Duration = Duration::from_secs(1);
+
+/// The catalog's policy for a list's `ttlMs` (SEP-2549): a positive lifetime is re-listed when it
+/// runs out (at least [`MIN_LIST_TTL`] apart); `0` ("immediately stale", what 2026-07-28 servers
+/// send by default) and an absent hint leave the list to `list_changed` notifications, as a
+/// timer would otherwise poll every such server forever.
+fn list_lifetime(ttl_ms: Option<u64>) -> Option<Duration> {
+    match ttl_ms {
+        Some(ms) if ms > 0 => Some(Duration::from_millis(ms).max(MIN_LIST_TTL)),
+        _ => None,
+    }
+}
 
 /// Why a session could not be used. The message always names the server.
 #[derive(Debug, thiserror::Error)]
@@ -61,11 +87,24 @@ pub enum SessionEvent {
         server: String,
         params: ProgressNotificationParam,
     },
-    /// A list was re-fetched after the server said it changed.
+    /// A list was re-fetched after the server said it changed, or after its `ttlMs` ran out.
     ListRefreshed { server: String, list: ListKind },
+    /// `notifications/resources/updated` (a subscribed resource changed).
+    ResourceUpdated { server: String, uri: String },
+    /// `notifications/tasks/status`.
+    TaskStatus {
+        server: String,
+        params: TaskStatusNotificationParams,
+    },
+    /// A notification rmcp has no type for (e.g. `notifications/elicitation/complete`).
+    Notification {
+        server: String,
+        method: String,
+        params: Option<serde_json::Value>,
+    },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ListKind {
     Tools,
@@ -83,15 +122,21 @@ pub struct Catalog {
     pub prompts: Arc<Vec<Prompt>>,
     /// Bumped on every refresh, so callers can tell a changed list from an unchanged one.
     pub generation: u64,
+    /// When a list goes stale, for lists the server gave a `ttlMs` (2026-07-28, SEP-2549).
+    pub expires: HashMap<ListKind, Instant>,
 }
 
-/// rmcp's client handler for one session: records notifications and refreshes the catalog.
+/// rmcp's client handler for one session: records notifications, refreshes the catalog and
+/// hands the server's requests (sampling, elicitation, roots) to the [`ClientRequests`].
 #[derive(Clone)]
 struct SessionHandler {
     server: String,
     catalog: Arc<RwLock<Catalog>>,
     events: broadcast::Sender<SessionEvent>,
     request_timeout: Duration,
+    requests: Arc<dyn ClientRequests>,
+    /// The version offered in `initialize` (when that handshake is used).
+    initialize_version: ProtocolVersion,
 }
 
 impl SessionHandler {
@@ -104,11 +149,12 @@ impl SessionHandler {
             )
             .await;
             match result {
-                Ok(Ok(())) => {
+                Ok(Ok(ttl)) => {
                     let _ = handler.events.send(SessionEvent::ListRefreshed {
                         server: handler.server.clone(),
                         list: kind,
                     });
+                    handler.expire_later(kind, ttl, peer);
                 }
                 Ok(Err(err)) => {
                     tracing::warn!(server = %handler.server, "re-listing {kind:?} after list_changed failed: {err}")
@@ -119,17 +165,96 @@ impl SessionHandler {
             }
         });
     }
+
+    /// Re-lists `kind` when its `ttlMs` runs out, unless a newer fetch moved the expiry on.
+    fn expire_later(&self, kind: ListKind, ttl: Option<Duration>, peer: rmcp::Peer<RoleClient>) {
+        let Some(ttl) = ttl else { return };
+        let handler = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            if peer.is_transport_closed() {
+                return;
+            }
+            let due = handler
+                .catalog
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .expires
+                .get(&kind)
+                .is_some_and(|at| *at <= Instant::now());
+            if due {
+                handler.refresh_in_background(kind, peer);
+            }
+        });
+    }
 }
 
 impl ClientHandler for SessionHandler {
     fn get_info(&self) -> InitializeRequestParams {
-        // rmcp defaults to 2026-07-28, which has no `initialize` handshake; offer the newest
-        // version that has one, and let the server answer with the one it speaks.
+        // rmcp defaults to 2026-07-28, which has no `initialize` handshake; `initialize` offers
+        // the configured version or the newest one that has the handshake (see negotiate.rs).
         InitializeRequestParams::new(
-            ClientCapabilities::default(),
+            self.requests.capabilities(),
             Implementation::new("rkmcp", env!("CARGO_PKG_VERSION")),
         )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        .with_protocol_version(self.initialize_version.clone())
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.requests.create_message(&self.server, params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.requests.elicit(&self.server, params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(self.requests.roots()))
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(SessionEvent::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_task_status(
+        &self,
+        params: TaskStatusNotificationParams,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(SessionEvent::TaskStatus {
+            server: self.server.clone(),
+            params,
+        });
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(SessionEvent::Notification {
+            server: self.server.clone(),
+            method: notification.method,
+            params: notification.params,
+        });
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -171,41 +296,78 @@ impl ClientHandler for SessionHandler {
     }
 }
 
-/// Fetches one list with full pagination and stores it in the catalog.
+/// Fetches one list with full pagination and stores it in the catalog. Returns how long the
+/// server said the list stays fresh (`ttlMs`), if it said.
 async fn fetch_into(
     peer: &rmcp::Peer<RoleClient>,
     catalog: &RwLock<Catalog>,
     kind: ListKind,
-) -> Result<(), rmcp::ServiceError> {
-    match kind {
+) -> Result<Option<Duration>, rmcp::ServiceError> {
+    let ttl = match kind {
         ListKind::Tools => {
-            let tools = Arc::new(peer.list_all_tools().await?);
-            update(catalog, |c| c.tools = tools);
+            let list = peer.list_all_tools_with_cache_hint().await?;
+            let tools = Arc::new(list.items);
+            update(catalog, kind, list.ttl_ms, |c| c.tools = tools);
+            list.ttl_ms
         }
         ListKind::Resources => {
-            let resources = Arc::new(peer.list_all_resources().await?);
-            update(catalog, |c| c.resources = resources);
+            let list = peer.list_all_resources_with_cache_hint().await?;
+            let resources = Arc::new(list.items);
+            update(catalog, kind, list.ttl_ms, |c| c.resources = resources);
+            list.ttl_ms
         }
         ListKind::ResourceTemplates => {
-            let templates = Arc::new(peer.list_all_resource_templates().await?);
-            update(catalog, |c| c.resource_templates = templates);
+            let list = peer.list_all_resource_templates_with_cache_hint().await?;
+            let templates = Arc::new(list.items);
+            update(catalog, kind, list.ttl_ms, |c| {
+                c.resource_templates = templates
+            });
+            list.ttl_ms
         }
         ListKind::Prompts => {
-            let prompts = Arc::new(peer.list_all_prompts().await?);
-            update(catalog, |c| c.prompts = prompts);
+            let list = peer.list_all_prompts_with_cache_hint().await?;
+            let prompts = Arc::new(list.items);
+            update(catalog, kind, list.ttl_ms, |c| c.prompts = prompts);
+            list.ttl_ms
         }
-    }
-    Ok(())
+    };
+    Ok(list_lifetime(ttl))
 }
 
-fn update(catalog: &RwLock<Catalog>, f: impl FnOnce(&mut Catalog)) {
+fn update(
+    catalog: &RwLock<Catalog>,
+    kind: ListKind,
+    ttl_ms: Option<u64>,
+    f: impl FnOnce(&mut Catalog),
+) {
     // A poisoned lock only means a panic elsewhere mid-update; the data is still a valid list.
     let mut guard = catalog.write().unwrap_or_else(|e| e.into_inner());
     f(&mut guard);
     guard.generation += 1;
+    match list_lifetime(ttl_ms) {
+        Some(ttl) => {
+            guard.expires.insert(kind, Instant::now() + ttl);
+        }
+        None => {
+            guard.expires.remove(&kind);
+        }
+    }
 }
 
-/// A connected, initialized server.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_lifetimes() {
+        assert_eq!(list_lifetime(None), None);
+        assert_eq!(list_lifetime(Some(0)), None, "ttlMs 0 must not poll");
+        assert_eq!(list_lifetime(Some(5)), Some(MIN_LIST_TTL));
+        assert_eq!(list_lifetime(Some(90_000)), Some(Duration::from_secs(90)));
+    }
+}
+
+/// A connected server: initialized (up to 2025-11-25) or discovered (2026-07-28, stateless).
 pub struct Session {
     pub config: ServerConfig,
     service: RunningService<RoleClient, SessionHandler>,
@@ -220,12 +382,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// Connects, initializes and fetches every list the server offers.
-    /// `plugins` is needed only for `transport = "plugin:<name>"` servers.
+    /// Connects, negotiates the protocol version, fetches every list the server offers and sets
+    /// the configured log level. `plugins` is needed only for `transport = "plugin:<name>"`
+    /// servers; `requests` answers what the server asks of the client.
     pub async fn connect(
         config: &ServerConfig,
         log_dir: &Path,
         plugins: Option<&rkmcp_plugin_host::PluginHost>,
+        requests: Arc<dyn ClientRequests>,
     ) -> Result<Session, SessionError> {
         let started = Instant::now();
         let name = config.name.clone();
@@ -236,6 +400,8 @@ impl Session {
             catalog: catalog.clone(),
             events: events.clone(),
             request_timeout: config.request_timeout,
+            requests,
+            initialize_version: negotiate::initialize_version(&config.protocol),
         };
         let start_err = |message: String| SessionError::Start {
             server: name.clone(),
@@ -260,17 +426,27 @@ impl Session {
                     log_path = Some(spawned.log_path.clone());
                     pid = spawned.pid;
                     let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
-                    handler
-                        .clone()
-                        .serve(spawned.transport)
+                    start_service(handler.clone(), spawned.transport, config)
                         .await
-                        .map_err(|e| start_err(format!("initialize failed: {e}{log_hint}")))
+                        .map_err(|e| start_err(format!("{e}{log_hint}")))
                 }
                 // Remote servers (and their sign-in) live in `http`, `sse` and `auth`.
                 TransportKind::Http | TransportKind::Sse | TransportKind::Auto => {
-                    super::http::connect(config, |transport| handler.clone().serve(transport))
-                        .await
-                        .map_err(|e| start_err(e.to_string()))
+                    let service = super::http::connect(config, |transport| {
+                        handler
+                            .clone()
+                            .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
+                    })
+                    .await
+                    .map_err(|e| match e {
+                        super::http::ConnectError::Initialize(e) => start_err(format!(
+                            "{}{}",
+                            negotiate::describe(&e),
+                            negotiate::probe_hint(&config.protocol, &e)
+                        )),
+                        other => start_err(other.to_string()),
+                    })?;
+                    check_negotiated(service, config).await.map_err(&start_err)
                 }
                 TransportKind::Plugin(plugin) => {
                     let host = plugins.ok_or_else(|| {
@@ -283,11 +459,13 @@ impl Session {
                         .connect()
                         .await
                         .map_err(|e| start_err(e.to_string()))?;
-                    handler
-                        .clone()
-                        .serve(super::plugin_transport::PluginTransport::new(conn, &name))
-                        .await
-                        .map_err(|e| start_err(format!("initialize failed: {e}")))
+                    start_service(
+                        handler.clone(),
+                        super::plugin_transport::PluginTransport::new(conn, &name),
+                        config,
+                    )
+                    .await
+                    .map_err(&start_err)
                 }
             }
         };
@@ -308,10 +486,44 @@ impl Session {
             pid,
         };
         session.refresh_all().await?;
+        session.apply_log_level().await;
         Ok(Session {
             startup: started.elapsed(),
             ..session
         })
+    }
+
+    /// The protocol version in use.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.server_info().map(|i| i.protocol_version.clone())
+    }
+
+    /// True for the 2026-07-28 lifecycle: no `initialize`, no session id, each request carries
+    /// the version and client capabilities in `_meta`.
+    pub fn is_stateless(&self) -> bool {
+        self.protocol_version()
+            .is_some_and(|version| !version.has_initialize())
+    }
+
+    /// Sends `logging/setLevel` when the config asks for a level and the server has logging.
+    /// A refusal is logged, not fatal: the server works without it.
+    async fn apply_log_level(&self) {
+        let Some(level) = self.config.log_level.as_deref() else {
+            return;
+        };
+        let has_logging = self
+            .server_info()
+            .is_some_and(|info| info.capabilities.logging.is_some());
+        if !has_logging || self.is_stateless() {
+            tracing::info!(server = %self.name(), "log_level `{level}` not sent: the server's protocol version or capabilities have no logging/setLevel");
+            return;
+        }
+        let parsed: Result<LoggingLevel, _> =
+            serde_json::from_value(serde_json::Value::String(level.to_string()));
+        let Ok(level) = parsed else { return };
+        if let Err(err) = self.set_log_level(level).await {
+            tracing::warn!("{err}");
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -356,13 +568,31 @@ impl Session {
             kinds.push(ListKind::Prompts);
         }
         let fetches = kinds.into_iter().map(|kind| async move {
-            self.timed(format!("listing {kind:?}").to_lowercase(), async {
-                fetch_into(self.peer(), &self.catalog, kind).await
-            })
-            .await
+            let ttl = self
+                .timed(format!("listing {kind:?}").to_lowercase(), async {
+                    fetch_into(self.peer(), &self.catalog, kind).await
+                })
+                .await?;
+            self.service
+                .service()
+                .expire_later(kind, ttl, self.peer().clone());
+            Ok::<(), SessionError>(())
         });
         futures::future::try_join_all(fetches).await?;
         Ok(())
+    }
+
+    /// Tells the server the roots changed (`notifications/roots/list_changed`), where its
+    /// version has that notification (2026-07-28 removed it: servers ask for roots per request).
+    pub async fn notify_roots_changed(&self) -> Result<(), SessionError> {
+        if self.is_stateless() {
+            return Ok(());
+        }
+        self.timed(
+            "announcing changed roots".into(),
+            self.peer().notify_roots_list_changed(),
+        )
+        .await
     }
 
     /// Runs a request with this server's request timeout, naming it in errors. A timed-out
@@ -401,9 +631,13 @@ impl Session {
         params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
             NumberOrString::String(format!("rkmcp-{token}").into()),
         )));
+        // rmcp's RunningService drives 2026-07-28 multi-round calls: each `input_required`
+        // round's requests go to the handler (elicitation, sampling, roots) and the call is
+        // retried with `inputResponses` and the `requestState`.
         self.timed(
             format!("calling tool `{tool}`"),
-            self.peer().call_tool(params),
+            self.service
+                .call_tool_with_mrtr_max_rounds(params, MAX_INPUT_ROUNDS),
         )
         .await
     }
@@ -411,8 +645,10 @@ impl Session {
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
         self.timed(
             format!("reading resource `{uri}`"),
-            self.peer()
-                .read_resource(ReadResourceRequestParams::new(uri.to_string())),
+            self.service.read_resource_with_mrtr_max_rounds(
+                ReadResourceRequestParams::new(uri.to_string()),
+                MAX_INPUT_ROUNDS,
+            ),
         )
         .await
     }
@@ -426,7 +662,8 @@ impl Session {
         params.arguments = arguments;
         self.timed(
             format!("getting prompt `{name}`"),
-            self.peer().get_prompt(params),
+            self.service
+                .get_prompt_with_mrtr_max_rounds(params, MAX_INPUT_ROUNDS),
         )
         .await
     }
@@ -472,6 +709,46 @@ impl Session {
             tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
         }
     }
+}
+
+/// Starts rmcp's service on `transport` with the lifecycle the config asks for, then checks the
+/// version the server settled on.
+async fn start_service<T, E, A>(
+    handler: SessionHandler,
+    transport: T,
+    config: &ServerConfig,
+) -> Result<RunningService<RoleClient, SessionHandler>, String>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = handler
+        .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
+        .await
+        .map_err(|e| {
+            format!(
+                "{}{}",
+                negotiate::describe(&e),
+                negotiate::probe_hint(&config.protocol, &e)
+            )
+        })?;
+    check_negotiated(service, config).await
+}
+
+/// Refuses (and closes) a session whose server settled on a version rkmcp does not speak.
+async fn check_negotiated(
+    service: RunningService<RoleClient, SessionHandler>,
+    config: &ServerConfig,
+) -> Result<RunningService<RoleClient, SessionHandler>, String> {
+    let negotiated = service.peer_info().map(|i| i.protocol_version.clone());
+    if let Some(version) = negotiated
+        && let Err(err) = negotiate::check_negotiated(&config.protocol, &version)
+    {
+        // Close the connection (and a stdio server) before reporting.
+        let _ = service.cancel().await;
+        return Err(err.to_string());
+    }
+    Ok(service)
 }
 
 /// rmcp's error text for an MCP error is its Debug form; show code and message instead.

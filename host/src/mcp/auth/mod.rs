@@ -11,6 +11,7 @@
 //! `error`/`error_description`, never a credential.
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::BoxFuture;
 
@@ -146,6 +147,16 @@ pub fn login_command(config: &ServerConfig) -> String {
     }
 }
 
+/// Set by the conformance client: authorization code sign-ins happen in-process against servers
+/// that approve at once ([`headless::AutoApproved`]) instead of from the store.
+static APPROVE_WITHOUT_A_PERSON: AtomicBool = AtomicBool::new(false);
+
+/// Makes every authorization code sign-in in this process headless (for the conformance suite's
+/// test authorization servers, which redirect back without asking anyone).
+pub fn approve_without_a_person() {
+    APPROVE_WITHOUT_A_PERSON.store(true, Ordering::Relaxed);
+}
+
 /// The token source for a server's transport, per its `[servers.auth]`:
 /// - `bearer_token_env`: the variable's value, as is;
 /// - `grant = "client_credentials"`: tokens fetched with the client's own credentials;
@@ -173,6 +184,9 @@ pub async fn bearer_for(
         Grant::ClientCredentials => Ok(Some(Arc::new(oauth::ClientCredentialsBearer::new(
             config,
         )?))),
+        Grant::AuthorizationCode if APPROVE_WITHOUT_A_PERSON.load(Ordering::Relaxed) => {
+            Ok(Some(headless::AutoApproved::source(config)))
+        }
         Grant::AuthorizationCode => oauth::StoredSignIn::open(config).await,
     }
 }
