@@ -136,6 +136,8 @@ pub fn approving_browser() -> String {
     format!(
         "{} {}",
         plugin_python().display(),
-        crate::repo().join("tests/servers/approving_browser.py").display()
+        crate::repo()
+            .join("tests/servers/approving_browser.py")
+            .display()
     )
 }

@@ -36,9 +36,7 @@ pub enum AuthCommand {
         server: Option<String>,
     },
     /// Revoke (where the server supports it) and delete a server's stored sign-in.
-    Logout {
-        server: String,
-    },
+    Logout { server: String },
 }
 
 struct Stderr;
@@ -147,7 +145,8 @@ pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
                 println!("No stored sign-ins ({}).", store.path().display());
                 return Ok(ExitCode::SUCCESS);
             }
-            let mut table = output::table(&["SERVER", "ISSUER", "CLIENT", "SCOPES", "EXPIRES", "REFRESH"]);
+            let mut table =
+                output::table(&["SERVER", "ISSUER", "CLIENT", "SCOPES", "EXPIRES", "REFRESH"]);
             for e in &entries {
                 table.add_row(vec![
                     e.server.clone(),
@@ -156,7 +155,9 @@ pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
                     e.scopes.join(" "),
                     match e.expires_in_secs {
                         Some(0) => "expired".into(),
-                        Some(s) => format!("in {}", humantime::format_duration(Duration::from_secs(s))),
+                        Some(s) => {
+                            format!("in {}", humantime::format_duration(Duration::from_secs(s)))
+                        }
                         None => "-".into(),
                     },
                     if e.refreshable { "yes" } else { "no" }.into(),

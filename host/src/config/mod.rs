@@ -197,12 +197,16 @@ fn resolve_auth(raw: &raw::RawAuth) -> Result<AuthConfig, String> {
         }
     };
     if raw.client_secret.is_some() && raw.client_id.is_none() {
-        return Err("`auth.client_secret` needs `auth.client_id` (the client the secret belongs to)".into());
+        return Err(
+            "`auth.client_secret` needs `auth.client_id` (the client the secret belongs to)".into(),
+        );
     }
-    if grant == Grant::ClientCredentials
-        && (raw.client_id.is_none() || raw.client_secret.is_none())
+    if grant == Grant::ClientCredentials && (raw.client_id.is_none() || raw.client_secret.is_none())
     {
-        return Err("`auth.grant = \"client_credentials\"` needs `auth.client_id` and `auth.client_secret`".into());
+        return Err(
+            "`auth.grant = \"client_credentials\"` needs `auth.client_id` and `auth.client_secret`"
+                .into(),
+        );
     }
     if let Some(url) = &raw.client_metadata_url
         && !url.starts_with("https://")
@@ -610,9 +614,7 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             TransportKind::Stdio if raw.command.is_none() => {
                 return Err(err("transport `stdio` needs a `command`".into()));
             }
-            TransportKind::Http | TransportKind::Sse | TransportKind::Auto
-                if raw.url.is_none() =>
-            {
+            TransportKind::Http | TransportKind::Sse | TransportKind::Auto if raw.url.is_none() => {
                 return Err(err(format!("transport `{transport}` needs a `url`")));
             }
             _ => {}
@@ -937,12 +939,27 @@ scopes = ["mcp:tools"]
     #[test]
     fn servers_auth_mistakes_are_named() {
         let cases = [
-            ("grant = \"client_credential\"", "did you mean `client_credentials`?"),
-            ("grant = \"client_credentials\"\nclient_id = \"x\"", "needs `auth.client_id` and `auth.client_secret`"),
+            (
+                "grant = \"client_credential\"",
+                "did you mean `client_credentials`?",
+            ),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"x\"",
+                "needs `auth.client_id` and `auth.client_secret`",
+            ),
             ("client_secret = \"x\"", "needs `auth.client_id`"),
-            ("client_metadata_url = \"http://x/y.json\"", "must be an https:// URL"),
-            ("bearer_token_env = \"MY TOKEN\"", "names an environment variable"),
-            ("token_endpoint_auth_method = \"private_key_jwt\"", "not supported"),
+            (
+                "client_metadata_url = \"http://x/y.json\"",
+                "must be an https:// URL",
+            ),
+            (
+                "bearer_token_env = \"MY TOKEN\"",
+                "names an environment variable",
+            ),
+            (
+                "token_endpoint_auth_method = \"private_key_jwt\"",
+                "not supported",
+            ),
         ];
         for (auth, expected) in cases {
             let err = load(&format!(
@@ -953,9 +970,10 @@ scopes = ["mcp:tools"]
             assert!(err.contains(expected), "{auth}: {err}");
             assert!(err.contains("server `w`"), "{err}");
         }
-        let err = load("[[servers]]\nname = \"s\"\ncommand = \"x\"\n[servers.auth]\nclient_id = \"c\"\n")
-            .unwrap_err()
-            .to_string();
+        let err =
+            load("[[servers]]\nname = \"s\"\ncommand = \"x\"\n[servers.auth]\nclient_id = \"c\"\n")
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("for remote (`url`) servers"), "{err}");
     }
 }

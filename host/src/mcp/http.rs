@@ -45,9 +45,10 @@ pub fn client(config: &ServerConfig) -> Result<reqwest::Client, String> {
 
 /// A reqwest error with its cause chain; TLS failures name the host and the reason.
 pub fn describe_reqwest(err: &reqwest::Error) -> String {
-    let host = err
-        .url()
-        .and_then(|u| u.host_str().map(|h| format!("{h}:{}", u.port_or_known_default().unwrap_or(0))));
+    let host = err.url().and_then(|u| {
+        u.host_str()
+            .map(|h| format!("{h}:{}", u.port_or_known_default().unwrap_or(0)))
+    });
     let mut chain = Vec::new();
     let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(err);
     let mut tls = None;
@@ -61,7 +62,9 @@ pub fn describe_reqwest(err: &reqwest::Error) -> String {
         }
         cur = e.source();
     }
-    if tls.is_none() && let Some(io) = find_io_tls(err) {
+    if tls.is_none()
+        && let Some(io) = find_io_tls(err)
+    {
         tls = Some(io);
     }
     let what = if err.is_timeout() {
@@ -207,9 +210,18 @@ impl Transport<RoleClient> for RemoteTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         use futures::FutureExt;
         match self {
-            RemoteTransport::Http(t) => t.send(item).map(|r| r.map_err(RemoteTransportError::Http)).boxed(),
-            RemoteTransport::AuthHttp(t) => t.send(item).map(|r| r.map_err(RemoteTransportError::Http)).boxed(),
-            RemoteTransport::Sse(t) => t.send(item).map(|r| r.map_err(RemoteTransportError::Sse)).boxed(),
+            RemoteTransport::Http(t) => t
+                .send(item)
+                .map(|r| r.map_err(RemoteTransportError::Http))
+                .boxed(),
+            RemoteTransport::AuthHttp(t) => t
+                .send(item)
+                .map(|r| r.map_err(RemoteTransportError::Http))
+                .boxed(),
+            RemoteTransport::Sse(t) => t
+                .send(item)
+                .map(|r| r.map_err(RemoteTransportError::Sse))
+                .boxed(),
         }
     }
 
@@ -225,9 +237,18 @@ impl Transport<RoleClient> for RemoteTransport {
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         use futures::FutureExt;
         match self {
-            RemoteTransport::Http(t) => t.close().map(|r| r.map_err(RemoteTransportError::Http)).boxed(),
-            RemoteTransport::AuthHttp(t) => t.close().map(|r| r.map_err(RemoteTransportError::Http)).boxed(),
-            RemoteTransport::Sse(t) => t.close().map(|r| r.map_err(RemoteTransportError::Sse)).boxed(),
+            RemoteTransport::Http(t) => t
+                .close()
+                .map(|r| r.map_err(RemoteTransportError::Http))
+                .boxed(),
+            RemoteTransport::AuthHttp(t) => t
+                .close()
+                .map(|r| r.map_err(RemoteTransportError::Http))
+                .boxed(),
+            RemoteTransport::Sse(t) => t
+                .close()
+                .map(|r| r.map_err(RemoteTransportError::Sse))
+                .boxed(),
         }
     }
 }
@@ -303,8 +324,7 @@ where
                 .map_err(|e| initialize_error(config, e))
         }
         _ => {
-            let transport =
-                streamable_http(config, bearer.clone()).map_err(ConnectError::Other)?;
+            let transport = streamable_http(config, bearer.clone()).map_err(ConnectError::Other)?;
             match serve(transport).await {
                 Ok(service) => {
                     remember(&url, TransportKind::Http);

@@ -449,12 +449,11 @@ impl Session {
                     check_negotiated(service, config).await.map_err(&start_err)
                 }
                 TransportKind::Plugin(plugin) => {
-                    let host = plugins.ok_or_else(|| {
-                        start_err("the plugin host is not available".into())
-                    })?;
-                    let transport = host.transport(plugin).map_err(|e| {
-                        start_err(format!("transport plugin `{plugin}`: {e}"))
-                    })?;
+                    let host = plugins
+                        .ok_or_else(|| start_err("the plugin host is not available".into()))?;
+                    let transport = host
+                        .transport(plugin)
+                        .map_err(|e| start_err(format!("transport plugin `{plugin}`: {e}")))?;
                     let conn = transport
                         .connect()
                         .await

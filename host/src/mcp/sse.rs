@@ -46,7 +46,10 @@ pub enum SseError {
         source: reqwest::Error,
     },
     #[error("the server needs a sign-in ({url} answered 401 Unauthorized)")]
-    AuthRequired { url: String, challenge: Option<String> },
+    AuthRequired {
+        url: String,
+        challenge: Option<String>,
+    },
     #[error("GET {url} answered HTTP {status}{body}")]
     Status {
         url: String,
@@ -199,7 +202,10 @@ fn challenge_of(response: &reqwest::Response) -> Option<String> {
 }
 
 /// GETs the SSE URL and checks that an event stream came back.
-async fn open_stream(shared: &Shared, last_event_id: Option<&str>) -> Result<EventStream, SseError> {
+async fn open_stream(
+    shared: &Shared,
+    last_event_id: Option<&str>,
+) -> Result<EventStream, SseError> {
     let url = &shared.url;
     let send = |token: Option<String>| {
         let mut request = shared
@@ -316,7 +322,9 @@ async fn wait_for_endpoint(
             ),
         }
     }
-    Err(SseError::NoEndpoint { url: url.to_string() })
+    Err(SseError::NoEndpoint {
+        url: url.to_string(),
+    })
 }
 
 /// The POST URL from an `endpoint` event: relative to the SSE URL, same origin only.
@@ -379,7 +387,9 @@ async fn read_loop(
             }
             Err(err) => {
                 tracing::error!(server = %shared.server, "giving up on {}: {err}", shared.url);
-                shared.endpoint.send_replace(Endpoint::Gone(err.to_string()));
+                shared
+                    .endpoint
+                    .send_replace(Endpoint::Gone(err.to_string()));
                 return; // dropping `tx` ends the session
             }
         }
@@ -670,7 +680,10 @@ mod tests {
             "//evil.example.net/message",
         ] {
             let err = resolve_endpoint(&sse, other).unwrap_err();
-            assert!(matches!(err, SseError::CrossOrigin { .. }), "{other}: {err}");
+            assert!(
+                matches!(err, SseError::CrossOrigin { .. }),
+                "{other}: {err}"
+            );
             assert!(err.to_string().contains("another origin"), "{err}");
         }
         // The default port written out is the same origin.

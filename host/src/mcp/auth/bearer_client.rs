@@ -34,7 +34,9 @@ fn auth_error(failure: AuthFailure) -> StreamableHttpError<reqwest::Error> {
 }
 
 /// The [`AuthFailure`] somewhere in an error's chain, if any.
-pub fn find_auth_failure<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a AuthFailure> {
+pub fn find_auth_failure<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a AuthFailure> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = cur {
         if let Some(f) = e.downcast_ref::<AuthFailure>() {
@@ -151,8 +153,12 @@ impl StreamableHttpClient for BearerClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
         self.with_token(|token| {
-            self.inner
-                .delete_session(uri.clone(), session_id.clone(), token, custom_headers.clone())
+            self.inner.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
         })
         .await
     }

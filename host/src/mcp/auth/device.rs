@@ -54,7 +54,8 @@ pub async fn device_login(
 ) -> Result<SignedIn, AuthFailure> {
     let name = config.name.as_str();
     let auth = config.auth.clone().unwrap_or_default();
-    let store_err = |e: super::store::StoreError| AuthFailure::new(name, Step::Store, e.to_string());
+    let store_err =
+        |e: super::store::StoreError| AuthFailure::new(name, Step::Store, e.to_string());
     let store = TokenStore::open_default().map_err(store_err)?;
     store.entries().map_err(store_err)?;
     let url = oauth::server_url(config)?;
@@ -104,7 +105,10 @@ pub async fn device_login(
             .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
             .finish();
         request
-            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
             .body(body)
             .send()
     };
@@ -113,7 +117,12 @@ pub async fn device_login(
         form.push(("scope", scopes.join(" ")));
     }
     let response = post(&endpoint, form).await.map_err(|e| {
-        AuthFailure::new(name, Step::Authorization, crate::mcp::http::describe_reqwest(&e)).at(&endpoint)
+        AuthFailure::new(
+            name,
+            Step::Authorization,
+            crate::mcp::http::describe_reqwest(&e),
+        )
+        .at(&endpoint)
     })?;
     let status = response.status();
     let text = response.text().await.unwrap_or_default();
@@ -126,8 +135,12 @@ pub async fn device_login(
         );
     }
     let device: DeviceAuthorization = serde_json::from_str(&text).map_err(|e| {
-        AuthFailure::new(name, Step::Authorization, format!("the answer is not a device authorization: {e}"))
-            .at(&endpoint)
+        AuthFailure::new(
+            name,
+            Step::Authorization,
+            format!("the answer is not a device authorization: {e}"),
+        )
+        .at(&endpoint)
     })?;
     ui.say(&format!(
         "To sign in to `{name}`, open {} and enter the code {}",
@@ -135,7 +148,10 @@ pub async fn device_login(
         crate::mcp::http::printable(&device.user_code, 40)
     ));
     if let Some(complete) = &device.verification_uri_complete {
-        ui.say(&format!("  (or open {})", crate::mcp::http::printable(complete, 300)));
+        ui.say(&format!(
+            "  (or open {})",
+            crate::mcp::http::printable(complete, 300)
+        ));
     }
     ui.say("Waiting for you to finish signing in…");
 
@@ -144,8 +160,12 @@ pub async fn device_login(
     let deadline = Instant::now() + Duration::from_secs(device.expires_in).min(options.timeout);
     let tokens: OAuthTokenResponse = loop {
         if Instant::now() >= deadline {
-            return Err(AuthFailure::new(name, Step::Authorization, "the code expired before the sign-in finished")
-                .next("run the command again"));
+            return Err(AuthFailure::new(
+                name,
+                Step::Authorization,
+                "the code expired before the sign-in finished",
+            )
+            .next("run the command again"));
         }
         tokio::time::sleep(interval).await;
         let form = vec![
@@ -154,13 +174,19 @@ pub async fn device_login(
             ("resource", url.to_string()),
         ];
         let response = post(&token_url, form).await.map_err(|e| {
-            AuthFailure::new(name, Step::Token, crate::mcp::http::describe_reqwest(&e)).at(&token_url)
+            AuthFailure::new(name, Step::Token, crate::mcp::http::describe_reqwest(&e))
+                .at(&token_url)
         })?;
         let status = response.status();
         let text = response.text().await.unwrap_or_default();
         if status.is_success() {
             break serde_json::from_str(&text).map_err(|e| {
-                AuthFailure::new(name, Step::Token, format!("the token response is not valid: {e}")).at(&token_url)
+                AuthFailure::new(
+                    name,
+                    Step::Token,
+                    format!("the token response is not valid: {e}"),
+                )
+                .at(&token_url)
             })?;
         }
         let (error, description) = oauth_error(status, &text);
@@ -168,9 +194,11 @@ pub async fn device_login(
             "authorization_pending" => {}
             "slow_down" => interval += Duration::from_secs(5),
             _ => {
-                return Err(AuthFailure::new(name, Step::Token, describe(&error, &description))
-                    .at(&token_url)
-                    .next("run the command again"));
+                return Err(
+                    AuthFailure::new(name, Step::Token, describe(&error, &description))
+                        .at(&token_url)
+                        .next("run the command again"),
+                );
             }
         }
     };
@@ -217,23 +245,39 @@ async fn register(
         "token_endpoint_auth_method": "none",
         "application_type": "native",
     });
-    let response = client.post(endpoint).json(&body).send().await.map_err(|e| {
-        AuthFailure::new(name, Step::Registration, crate::mcp::http::describe_reqwest(&e)).at(endpoint)
-    })?;
+    let response = client
+        .post(endpoint)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| {
+            AuthFailure::new(
+                name,
+                Step::Registration,
+                crate::mcp::http::describe_reqwest(&e),
+            )
+            .at(endpoint)
+        })?;
     let status = response.status();
     let text = response.text().await.unwrap_or_default();
     if !status.is_success() {
         let (error, description) = oauth_error(status, &text);
-        return Err(AuthFailure::new(name, Step::Registration, describe(&error, &description))
-            .at(endpoint)
-            .next("set `[servers.auth] client_id` to a client registered for the device grant"));
+        return Err(
+            AuthFailure::new(name, Step::Registration, describe(&error, &description))
+                .at(endpoint)
+                .next("set `[servers.auth] client_id` to a client registered for the device grant"),
+        );
     }
     let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     json["client_id"]
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| {
-            AuthFailure::new(name, Step::Registration, "the registration answer has no client_id")
-                .at(endpoint)
+            AuthFailure::new(
+                name,
+                Step::Registration,
+                "the registration answer has no client_id",
+            )
+            .at(endpoint)
         })
 }

@@ -98,7 +98,11 @@ impl AutoApproved {
                     ))
             })?;
         let callback = url::Url::parse(&redirect).map_err(|e| {
-            AuthFailure::new(name, Step::Authorization, format!("the redirect is not a URL: {e}"))
+            AuthFailure::new(
+                name,
+                Step::Authorization,
+                format!("the redirect is not a URL: {e}"),
+            )
         })?;
         if let Some((_, error)) = callback.query_pairs().find(|(k, _)| k == "error") {
             let description = callback

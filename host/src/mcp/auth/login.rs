@@ -59,7 +59,10 @@ impl SignedIn {
             client_id: entry.credentials.client_id.clone(),
             scopes: entry.credentials.granted_scopes.clone(),
             expires_in_secs: token.and_then(|t| t.expires_in()).map(|d| {
-                let received = entry.credentials.token_received_at.unwrap_or(entry.saved_at);
+                let received = entry
+                    .credentials
+                    .token_received_at
+                    .unwrap_or(entry.saved_at);
                 (received + d.as_secs()).saturating_sub(super::store::now_secs())
             }),
             refreshable: token.is_some_and(|t| t.refresh_token().is_some()),
@@ -89,7 +92,11 @@ pub async fn login(
     let metadata = oauth::discover(config, &mut manager, challenge.as_deref()).await?;
 
     let listener = TcpListener::bind(("127.0.0.1", 0)).await.map_err(|e| {
-        AuthFailure::new(name, Step::Authorization, format!("cannot listen on 127.0.0.1 for the redirect: {e}"))
+        AuthFailure::new(
+            name,
+            Step::Authorization,
+            format!("cannot listen on 127.0.0.1 for the redirect: {e}"),
+        )
     })?;
     let port = listener
         .local_addr()
@@ -125,7 +132,13 @@ pub async fn login(
         })?;
     let auth_url = session.get_authorization_url().to_string();
 
-    ui.say(&format!("Sign in to `{name}` at {}:", metadata.issuer.as_deref().unwrap_or(&metadata.authorization_endpoint)));
+    ui.say(&format!(
+        "Sign in to `{name}` at {}:",
+        metadata
+            .issuer
+            .as_deref()
+            .unwrap_or(&metadata.authorization_endpoint)
+    ));
     ui.say(&format!("  {auth_url}"));
     if options.open_browser && open_browser(&auth_url) {
         ui.say("(opened in your browser)");
@@ -145,13 +158,20 @@ pub async fn login(
         AuthFailure::new(
             name,
             Step::Authorization,
-            format!("no redirect within {}", humantime::format_duration(options.timeout)),
+            format!(
+                "no redirect within {}",
+                humantime::format_duration(options.timeout)
+            ),
         )
         .at(&metadata.authorization_endpoint)
         .next("run the command again and finish signing in in the browser")
     })??;
     let parsed = url::Url::parse(&redirect).map_err(|e| {
-        AuthFailure::new(name, Step::Authorization, format!("the redirect URL is not a URL: {e}"))
+        AuthFailure::new(
+            name,
+            Step::Authorization,
+            format!("the redirect URL is not a URL: {e}"),
+        )
     })?;
     let param = |key: &str| {
         parsed
@@ -166,7 +186,10 @@ pub async fn login(
         return Err(AuthFailure::new(
             name,
             Step::Authorization,
-            format!("the authorization server answered {}{description}", crate::mcp::http::printable(&error, 100)),
+            format!(
+                "the authorization server answered {}{description}",
+                crate::mcp::http::printable(&error, 100)
+            ),
         )
         .at(&metadata.authorization_endpoint)
         .next("try again; if it keeps failing, check the scopes and client settings"));
@@ -232,7 +255,9 @@ async fn probe_challenge(config: &ServerConfig) -> Option<String> {
 fn open_browser(url: &str) -> bool {
     let command = match std::env::var("BROWSER") {
         Ok(b) if !b.trim().is_empty() => b,
-        _ if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() => {
+        _ if std::env::var_os("DISPLAY").is_some()
+            || std::env::var_os("WAYLAND_DISPLAY").is_some() =>
+        {
             "xdg-open".into()
         }
         _ => return false,
@@ -319,7 +344,9 @@ fn parse_request_line(request: &str) -> Option<String> {
 
 /// Forgets the sign-in for `config`'s server, revoking its tokens first where the authorization
 /// server offers revocation (RFC 7009). Returns what was removed and any revocation problem.
-pub async fn logout(config: &ServerConfig) -> Result<(Vec<Entry>, Option<AuthFailure>), AuthFailure> {
+pub async fn logout(
+    config: &ServerConfig,
+) -> Result<(Vec<Entry>, Option<AuthFailure>), AuthFailure> {
     let name = config.name.as_str();
     let auth = config.auth.clone().unwrap_or_default();
     let store = TokenStore::open_default().map_err(|e| store_failure(name, e))?;
@@ -383,13 +410,20 @@ async fn revoke_all(config: &ServerConfig, entries: &[Entry]) -> Result<(), Auth
                 .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
                 .finish();
             let response = request
-                .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    "application/x-www-form-urlencoded",
+                )
                 .body(body)
                 .send()
                 .await
                 .map_err(|e| {
-                    AuthFailure::new(name, Step::Revocation, crate::mcp::http::describe_reqwest(&e))
-                        .at(&endpoint)
+                    AuthFailure::new(
+                        name,
+                        Step::Revocation,
+                        crate::mcp::http::describe_reqwest(&e),
+                    )
+                    .at(&endpoint)
                 })?;
             let status = response.status();
             if !status.is_success() {
@@ -405,7 +439,10 @@ async fn revoke_all(config: &ServerConfig, entries: &[Entry]) -> Result<(), Auth
                 return Err(AuthFailure::new(
                     name,
                     Step::Revocation,
-                    format!("HTTP {status} {}", crate::mcp::http::printable(&detail, 300)),
+                    format!(
+                        "HTTP {status} {}",
+                        crate::mcp::http::printable(&detail, 300)
+                    ),
                 )
                 .at(&endpoint)
                 .next("the tokens were deleted here; they expire on the server by themselves"));

@@ -181,9 +181,9 @@ pub async fn bearer_for(
         })));
     }
     match auth.grant {
-        Grant::ClientCredentials => Ok(Some(Arc::new(oauth::ClientCredentialsBearer::new(
-            config,
-        )?))),
+        Grant::ClientCredentials => {
+            Ok(Some(Arc::new(oauth::ClientCredentialsBearer::new(config)?)))
+        }
         Grant::AuthorizationCode if APPROVE_WITHOUT_A_PERSON.load(Ordering::Relaxed) => {
             Ok(Some(headless::AutoApproved::source(config)))
         }

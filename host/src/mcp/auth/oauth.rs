@@ -19,7 +19,11 @@ use crate::config::{AuthConfig, ServerConfig, TokenEndpointAuth};
 pub fn server_url(config: &ServerConfig) -> Result<url::Url, AuthFailure> {
     let raw = config.url.as_deref().unwrap_or_default();
     url::Url::parse(raw).map_err(|e| {
-        AuthFailure::new(&config.name, Step::Config, format!("`url` is not a URL: {e}"))
+        AuthFailure::new(
+            &config.name,
+            Step::Config,
+            format!("`url` is not a URL: {e}"),
+        )
     })
 }
 
@@ -274,7 +278,10 @@ impl BearerSource for StoredSignIn {
                     describe_challenge(challenge)
                 ),
             )
-            .next(format!("sign in again with that scope: {}{scope_flags}", self.login)))
+            .next(format!(
+                "sign in again with that scope: {}{scope_flags}",
+                self.login
+            )))
         })
     }
 }

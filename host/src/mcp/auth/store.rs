@@ -163,12 +163,11 @@ impl TokenStore {
         tmp.write_all(&text)
             .and_then(|_| tmp.as_file().sync_all())
             .map_err(io("write", tmp.path()))?;
-        tmp.persist(self.path())
-            .map_err(|e| StoreError::Io {
-                what: "replace",
-                path: self.path(),
-                source: e.error,
-            })?;
+        tmp.persist(self.path()).map_err(|e| StoreError::Io {
+            what: "replace",
+            path: self.path(),
+            source: e.error,
+        })?;
         Ok(())
     }
 }
@@ -344,13 +343,19 @@ mod tests {
         std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
         let err = store.entries().unwrap_err().to_string();
         assert!(err.contains("readable by other users"), "{err}");
-        assert!(err.contains(&format!("chmod 600 {}", store.path().display())), "{err}");
+        assert!(
+            err.contains(&format!("chmod 600 {}", store.path().display())),
+            "{err}"
+        );
         // Refused for writing too, and the file is left as it was.
         assert!(s.save(creds("c2", "http://as1")).await.is_err());
 
         std::fs::set_permissions(store.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
-        std::fs::set_permissions(tmp.path().join("auth"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(
+            tmp.path().join("auth"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         let err = store.entries().unwrap_err().to_string();
         assert!(err.contains("chmod 700"), "{err}");
     }
