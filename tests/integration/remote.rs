@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rkmcp::config::TransportKind;
-use rkmcp::mcp::Session;
+use rkmcp::mcp::{NonInteractive, Roots, Session};
 use rkmcp_tests::remote_peers::{self, Peer};
 use rkmcp_tests::{load_config, run_rkmcp, rkmcp_command, stderr, stdout, toml_str, write};
 
@@ -23,7 +23,8 @@ fn remote_entry(name: &str, url: &str, extra: &str) -> String {
 
 async fn connect(dir: &Path, toml: &str) -> Result<Session, String> {
     let config = load_config(dir, toml);
-    Session::connect(&config.servers[0], &dir.join("logs"), None)
+    let requests = std::sync::Arc::new(NonInteractive::new(Roots::default(), false));
+    Session::connect(&config.servers[0], &dir.join("logs"), None, requests)
         .await
         .map_err(|e| e.to_string())
 }
