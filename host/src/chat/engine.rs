@@ -133,6 +133,7 @@ impl ChatEngine {
             chat_template: info.chat_template.clone(),
             tool_format: plan.format.to_string(),
             prompt_style: plan.style.to_string(),
+            guards: settings.approval.guards.clone(),
             ..Transcript::default()
         };
         let mut engine = ChatEngine {

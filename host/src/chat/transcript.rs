@@ -22,6 +22,9 @@ pub struct Transcript {
     /// The schema-converter plugin describing the tools and results (`None`: the built-in one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub converter: Option<String>,
+    /// The approval-guard plugins every call is shown to, in order (`[chat.approval] guards`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<String>,
     /// The conversation as the model saw it last (system prompt first).
     pub messages: Vec<Message>,
     pub turns: Vec<TurnRecord>,

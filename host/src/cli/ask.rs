@@ -268,8 +268,8 @@ pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
+    let mut out = status::Printer::for_engine(&engine);
     let printer = tokio::spawn(async move {
-        let mut out = status::Printer::new();
         while let Some(event) = rx.recv().await {
             if !json {
                 out.show(&event);

@@ -140,8 +140,8 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
 /// goes on: nothing the user typed is lost (it stays in the history).
 async fn run_turn(engine: &mut ChatEngine, input: &str, json: bool) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut out = status::Printer::for_engine(engine);
     let printer = tokio::spawn(async move {
-        let mut out = status::Printer::new();
         while let Some(event) = rx.recv().await {
             if json {
                 if let Ok(line) = serde_json::to_string(&event) {

@@ -42,9 +42,29 @@ pub fn print_start(engine: &ChatEngine, failures: &[StartFailure]) {
             plan.format
         ))
     );
+    let plugins = plugins_in_use(t);
+    if !plugins.is_empty() {
+        eprintln!("{}", dim(&format!("rkmcp: plugins: {}", plugins.join(", "))));
+    }
     for f in failures {
         eprintln!("[MCP: server '{}' did not start: {}]", f.server, f.error);
     }
+}
+
+/// The plugins taking part in this chat, each with its role, for the status lines: a plugin host
+/// at work should be visible, not only configured.
+fn plugins_in_use(t: &Transcript) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(d) = &t.detector {
+        out.push(format!("{d} (detector: reads the answers)"));
+    }
+    if let Some(c) = &t.converter {
+        out.push(format!("{c} (converter: describes the tools)"));
+    }
+    for g in &t.guards {
+        out.push(format!("{g} (approval guard: reviews every call)"));
+    }
+    out
 }
 
 /// Renders [`ChatEvent`]s as they arrive.
@@ -58,6 +78,8 @@ pub struct Printer {
     block_start: bool,
     last_stats: Option<Stats>,
     calls: usize,
+    /// The approval-guard plugins that review every call: an allowed call names them.
+    guards: Vec<String>,
 }
 
 impl Default for Printer {
@@ -74,6 +96,15 @@ impl Printer {
             block_start: true,
             last_stats: None,
             calls: 0,
+            guards: Vec::new(),
+        }
+    }
+
+    /// A printer for this engine's chat: calls it allows say which guard plugins reviewed them.
+    pub fn for_engine(engine: &ChatEngine) -> Printer {
+        Printer {
+            guards: engine.transcript().guards.clone(),
+            ..Printer::new()
         }
     }
 
@@ -130,7 +161,14 @@ impl Printer {
                 self.status(format!("[MCP: Calling tool '{tool}' on {server} {args}]"));
             }
             ChatEvent::Approval { verdict, .. } => match verdict {
-                Verdict::Allow { .. } => {}
+                Verdict::Allow { by } => {
+                    if !self.guards.is_empty() {
+                        self.status(format!(
+                            "[MCP: call reviewed by guard {} and allowed by {by}]",
+                            self.guards.join(", ")
+                        ))
+                    }
+                }
                 Verdict::Deny { by, reason } => {
                     self.status(format!("[MCP: call denied by {by}: {reason}]"))
                 }
