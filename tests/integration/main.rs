@@ -7,6 +7,7 @@
 mod mcp_protocol;
 mod mcp_real_servers;
 mod mcp_session_behaviour;
+mod remote;
 
 mod plugin_default_plugins;
 mod plugin_detector_native_equals_component;

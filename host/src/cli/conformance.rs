@@ -10,7 +10,9 @@
 //!
 //! The suite sets `MCP_CONFORMANCE_SCENARIO` (the scenario), `MCP_CONFORMANCE_PROTOCOL_VERSION`
 //! (when run with `--spec-version`) and `MCP_CONFORMANCE_CONTEXT` (scenario data: `toolCalls`
-//! to make with exact arguments; credentials for auth scenarios, not used yet).
+//! to make with exact arguments; credentials for auth scenarios, which become the server's `[servers.auth]` as a user would
+//! write it; authorization code sign-ins are approved without a person, see
+//! `mcp::auth::headless`).
 //!
 //! Exit status: 1 when the session could not be started; calls the server answers with an
 //! error are reported on stderr but are the suite's to judge (some scenarios list tools that
@@ -64,7 +66,11 @@ pub async fn run(_ctx: &Context, args: ConformanceArgs) -> anyhow::Result<ExitCo
         "conformance: scenario `{scenario}`, protocol {protocol}, server {}",
         args.url
     );
-    let config = server_config(&args.url, &protocol)?;
+    let config = server_config(&args.url, &protocol, &scenario, args.context.as_deref())?;
+    if scenario.starts_with("auth/") {
+        // The suite's authorization servers approve at once; sign in without a person.
+        crate::mcp::auth::approve_without_a_person();
+    }
     let requests = Arc::new(Answering {
         roots: crate::mcp::config_roots(&config),
     });
@@ -164,7 +170,45 @@ fn context_tool_calls(context: Option<&str>) -> Vec<(String, Map<String, Value>)
 }
 
 /// One streamable HTTP server at `url`, as a config file would say it.
-fn server_config(url: &str, protocol: &str) -> anyhow::Result<config::Config> {
+/// The client's CIMD URL the suite expects (its `auth/basic-cimd` scenario).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// `[servers.auth]` for an auth scenario, from its context, as a user would write it: client
+/// credentials for the `client-credentials` scenarios, a pre-registered client where the context
+/// has one, and always the client's metadata document URL (used where the server supports it).
+fn auth_table(scenario: &str, context: Option<&str>) -> Option<toml::Table> {
+    if !scenario.starts_with("auth/") {
+        return None;
+    }
+    let context: Value = context
+        .and_then(|c| serde_json::from_str(c).ok())
+        .unwrap_or_default();
+    let mut auth = toml::Table::new();
+    let field = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_string);
+    if context.get("private_key_pem").is_some() {
+        eprintln!("conformance: private_key_jwt client authentication is not supported");
+    }
+    if let Some(id) = field("client_id") {
+        auth.insert("client_id".into(), id.into());
+        if let Some(secret) = field("client_secret") {
+            auth.insert("client_secret".into(), secret.into());
+        }
+        if scenario.contains("client-credentials") && field("client_secret").is_some() {
+            auth.insert("grant".into(), "client_credentials".into());
+        }
+    }
+    if !auth.contains_key("client_id") {
+        auth.insert("client_metadata_url".into(), CLIENT_METADATA_URL.into());
+    }
+    Some(auth)
+}
+
+fn server_config(
+    url: &str,
+    protocol: &str,
+    scenario: &str,
+    context: Option<&str>,
+) -> anyhow::Result<config::Config> {
     let mut server = toml::Table::new();
     server.insert("name".into(), SERVER.into());
     server.insert("url".into(), url.into());
@@ -173,6 +217,9 @@ fn server_config(url: &str, protocol: &str) -> anyhow::Result<config::Config> {
     // The suite's own timeout is 30 s per scenario; fail inside it with a message.
     server.insert("connect_timeout".into(), "25s".into());
     server.insert("request_timeout".into(), "20s".into());
+    if let Some(auth) = auth_table(scenario, context) {
+        server.insert("auth".into(), toml::Value::Table(auth));
+    }
     let mut root = toml::Table::new();
     root.insert(
         "servers".into(),

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 pub mod approve_prompt;
 mod ask;
+mod auth;
 mod chat;
 mod conformance;
 mod doctor;
@@ -90,6 +91,9 @@ pub enum Command {
     Models(models::ModelsCommand),
     /// Check backends, the RKLLM runtime, NPU devices, models, plugins and servers.
     Doctor(doctor::DoctorArgs),
+    /// Sign in to remote MCP servers (OAuth), show sign-ins, sign out.
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
     /// The client the official MCP conformance suite drives (for CI; see
     /// scripts/check.d/70-conformance.sh).
     #[command(hide = true, name = "conformance-client")]
@@ -229,6 +233,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Ask(args) => ask::run(&ctx, args).await,
         Command::Models(cmd) => models::run(&ctx, cmd).await,
         Command::Doctor(args) => doctor::run(&ctx, args).await,
+        Command::Auth(cmd) => auth::run(&ctx, cmd).await,
         Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
     }
 }

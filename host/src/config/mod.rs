@@ -54,6 +54,9 @@ pub enum TransportKind {
     Http,
     /// The legacy HTTP+SSE transport (2024-11-05).
     Sse,
+    /// Streamable HTTP, falling back to legacy HTTP+SSE when the server refuses the POST
+    /// (the spec's backwards-compatibility procedure). The default for `url` servers.
+    Auto,
     /// A WebAssembly transport plugin, `plugin:<name>`.
     Plugin(String),
 }
@@ -70,6 +73,7 @@ impl fmt::Display for TransportKind {
             TransportKind::Stdio => f.write_str("stdio"),
             TransportKind::Http => f.write_str("http"),
             TransportKind::Sse => f.write_str("sse"),
+            TransportKind::Auto => f.write_str("auto"),
             TransportKind::Plugin(name) => write!(f, "plugin:{name}"),
         }
     }
@@ -108,6 +112,9 @@ pub struct ServerConfig {
     pub deny: Vec<String>,
     /// The prefix put before this server's tool names (already expanded).
     pub prefix: String,
+    /// `[servers.auth]`: how to sign in (remote servers only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthConfig>,
     /// Which protocol version to speak.
     pub protocol: Protocol,
     /// The level asked for with `logging/setLevel` (one of [`LOG_LEVELS`]), where the
@@ -116,6 +123,114 @@ pub struct ServerConfig {
     pub log_level: Option<String>,
     /// The file this entry came from.
     pub source: PathBuf,
+}
+
+/// The OAuth grant a server is signed in with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    /// A person signs in in a browser (`rkmcp auth login`); tokens are stored and refreshed.
+    #[default]
+    AuthorizationCode,
+    /// The client signs in as itself with its own credentials; no person, nothing stored.
+    ClientCredentials,
+}
+
+/// How a confidential client authenticates at the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenEndpointAuth {
+    ClientSecretBasic,
+    ClientSecretPost,
+}
+
+/// `[servers.auth]`, resolved. Serializing never shows the secret, only whether one is set.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct AuthConfig {
+    pub grant: Grant,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "secret_mask"
+    )]
+    pub client_secret: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth_method: Option<TokenEndpointAuth>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// The environment variable's name; its value is read when connecting, never stored here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env: Option<String>,
+}
+
+fn secret_mask<S: serde::Serializer>(value: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(_) => s.serialize_str("***"),
+        None => s.serialize_none(),
+    }
+}
+
+fn resolve_auth(raw: &raw::RawAuth) -> Result<AuthConfig, String> {
+    let grant = match raw.grant.as_deref() {
+        None | Some("authorization_code") => Grant::AuthorizationCode,
+        Some("client_credentials") => Grant::ClientCredentials,
+        Some(other) => {
+            let hint = nearest(other, &["authorization_code", "client_credentials"])
+                .map(|g| format!(" — did you mean `{g}`?"))
+                .unwrap_or_default();
+            return Err(format!(
+                "`auth.grant`: unknown grant `{other}`{hint} (valid: authorization_code, client_credentials)"
+            ));
+        }
+    };
+    let token_endpoint_auth_method = match raw.token_endpoint_auth_method.as_deref() {
+        None => None,
+        Some("client_secret_basic") => Some(TokenEndpointAuth::ClientSecretBasic),
+        Some("client_secret_post") => Some(TokenEndpointAuth::ClientSecretPost),
+        Some(other) => {
+            return Err(format!(
+                "`auth.token_endpoint_auth_method`: `{other}` is not supported (valid: client_secret_basic, client_secret_post)"
+            ));
+        }
+    };
+    if raw.client_secret.is_some() && raw.client_id.is_none() {
+        return Err(
+            "`auth.client_secret` needs `auth.client_id` (the client the secret belongs to)".into(),
+        );
+    }
+    if grant == Grant::ClientCredentials && (raw.client_id.is_none() || raw.client_secret.is_none())
+    {
+        return Err(
+            "`auth.grant = \"client_credentials\"` needs `auth.client_id` and `auth.client_secret`"
+                .into(),
+        );
+    }
+    if let Some(url) = &raw.client_metadata_url
+        && !url.starts_with("https://")
+    {
+        return Err(format!(
+            "`auth.client_metadata_url` must be an https:// URL (it is the client's identity), not `{url}`"
+        ));
+    }
+    if let Some(var) = &raw.bearer_token_env
+        && (var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    {
+        return Err(format!(
+            "`auth.bearer_token_env` names an environment variable (e.g. \"MY_SERVER_TOKEN\"), not `{var}`"
+        ));
+    }
+    Ok(AuthConfig {
+        grant,
+        client_id: raw.client_id.clone(),
+        client_secret: raw.client_secret.clone(),
+        token_endpoint_auth_method,
+        client_metadata_url: raw.client_metadata_url.clone(),
+        scopes: raw.scopes.clone(),
+        bearer_token_env: raw.bearer_token_env.clone(),
+    })
 }
 
 /// The MCP protocol versions rkmcp speaks, newest first (checked against rmcp's list in
@@ -488,7 +603,7 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
         let transport = match raw.transport.as_deref() {
             Some(t) => parse_transport(t).map_err(&err)?,
             None if raw.command.is_some() => TransportKind::Stdio,
-            None if raw.url.is_some() => TransportKind::Http,
+            None if raw.url.is_some() => TransportKind::Auto,
             None => {
                 return Err(err(
                     "needs either `command` (a stdio server) or `url` (an HTTP server)".into(),
@@ -499,14 +614,17 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             TransportKind::Stdio if raw.command.is_none() => {
                 return Err(err("transport `stdio` needs a `command`".into()));
             }
-            TransportKind::Http | TransportKind::Sse if raw.url.is_none() => {
+            TransportKind::Http | TransportKind::Sse | TransportKind::Auto if raw.url.is_none() => {
                 return Err(err(format!("transport `{transport}` needs a `url`")));
             }
             _ => {}
         }
         if let Some(url) = &raw.url
             && !(url.starts_with("http://") || url.starts_with("https://"))
-            && matches!(transport, TransportKind::Http | TransportKind::Sse)
+            && matches!(
+                transport,
+                TransportKind::Http | TransportKind::Sse | TransportKind::Auto
+            )
         {
             return Err(err(format!(
                 "`url` must start with http:// or https://, not `{url}`"
@@ -527,6 +645,16 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
                 .to_duration()
                 .map_err(|e| err(format!("`request_timeout`: {e}")))?,
             None => request_default,
+        };
+        let auth = match &raw.auth {
+            Some(a) if matches!(transport, TransportKind::Stdio) => {
+                let _ = a;
+                return Err(err(
+                    "`[servers.auth]` is for remote (`url`) servers; a stdio server gets credentials through `env`".into(),
+                ));
+            }
+            Some(a) => Some(resolve_auth(a).map_err(&err)?),
+            None => None,
         };
         let protocol = match raw.protocol.as_deref() {
             Some(text) => parse_protocol(text).map_err(&err)?,
@@ -557,6 +685,7 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             allow: raw.allow.clone(),
             deny: raw.deny.clone(),
             prefix,
+            auth,
             protocol,
             log_level,
             source: path.clone(),
@@ -573,7 +702,7 @@ fn valid_server_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-const TRANSPORTS: &[&str] = &["stdio", "http", "sse", "plugin:<name>"];
+const TRANSPORTS: &[&str] = &["stdio", "http", "sse", "auto", "plugin:<name>"];
 
 fn parse_transport(text: &str) -> Result<TransportKind, String> {
     match text {
@@ -583,6 +712,7 @@ fn parse_transport(text: &str) -> Result<TransportKind, String> {
             Ok(TransportKind::Http)
         }
         "sse" => Ok(TransportKind::Sse),
+        "auto" => Ok(TransportKind::Auto),
         other => match other.strip_prefix("plugin:") {
             Some(name) if !name.is_empty() => Ok(TransportKind::Plugin(name.to_string())),
             _ => {
@@ -644,7 +774,7 @@ prefix = ""
         assert_eq!(c.servers[0].transport, TransportKind::Stdio);
         assert_eq!(c.servers[0].prefix, "time__");
         assert_eq!(c.servers[0].request_timeout, DEFAULT_REQUEST_TIMEOUT);
-        assert_eq!(c.servers[1].transport, TransportKind::Http);
+        assert_eq!(c.servers[1].transport, TransportKind::Auto);
         assert_eq!(c.servers[1].request_timeout, Duration::from_secs(2));
         assert_eq!(c.servers[1].prefix, "");
     }
@@ -776,5 +906,74 @@ env = { GITHUB_TOKEN = "ghp_1", PATH = "/bin" }
         .to_string();
         assert!(err.contains("/cfg/mcp.json:3:"), "{err}");
         assert!(err.contains("did you mean `command`?"), "{err}");
+    }
+
+    #[test]
+    fn servers_auth_is_resolved_and_its_secret_never_serialized() {
+        let c = load(
+            r#"
+[[servers]]
+name = "ci"
+url = "https://ci.example.com/mcp"
+[servers.auth]
+grant = "client_credentials"
+client_id = "rkmcp-ci"
+client_secret = "s3cr3t-value"
+token_endpoint_auth_method = "client_secret_basic"
+scopes = ["mcp:tools"]
+"#,
+        )
+        .unwrap();
+        let auth = c.servers[0].auth.clone().unwrap();
+        assert_eq!(auth.grant, Grant::ClientCredentials);
+        assert_eq!(auth.client_secret.as_deref(), Some("s3cr3t-value"));
+        assert_eq!(
+            auth.token_endpoint_auth_method,
+            Some(TokenEndpointAuth::ClientSecretBasic)
+        );
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("s3cr3t-value"), "{json}");
+        assert!(json.contains("\"client_secret\":\"***\""), "{json}");
+    }
+
+    #[test]
+    fn servers_auth_mistakes_are_named() {
+        let cases = [
+            (
+                "grant = \"client_credential\"",
+                "did you mean `client_credentials`?",
+            ),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"x\"",
+                "needs `auth.client_id` and `auth.client_secret`",
+            ),
+            ("client_secret = \"x\"", "needs `auth.client_id`"),
+            (
+                "client_metadata_url = \"http://x/y.json\"",
+                "must be an https:// URL",
+            ),
+            (
+                "bearer_token_env = \"MY TOKEN\"",
+                "names an environment variable",
+            ),
+            (
+                "token_endpoint_auth_method = \"private_key_jwt\"",
+                "not supported",
+            ),
+        ];
+        for (auth, expected) in cases {
+            let err = load(&format!(
+                "[[servers]]\nname = \"w\"\nurl = \"https://w.example/mcp\"\n[servers.auth]\n{auth}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(expected), "{auth}: {err}");
+            assert!(err.contains("server `w`"), "{err}");
+        }
+        let err =
+            load("[[servers]]\nname = \"s\"\ncommand = \"x\"\n[servers.auth]\nclient_id = \"c\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("for remote (`url`) servers"), "{err}");
     }
 }

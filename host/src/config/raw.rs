@@ -75,6 +75,9 @@ pub struct RawServer {
     pub deny: Vec<String>,
     #[serde(default, deserialize_with = "super::subst::opt_string")]
     pub prefix: Option<String>,
+    /// `[servers.auth]`: how to sign in to a remote server.
+    #[serde(default)]
+    pub auth: Option<RawAuth>,
     /// `"auto"` (default) or a protocol version to use.
     #[serde(default, deserialize_with = "super::subst::opt_string")]
     pub protocol: Option<String>,
@@ -84,6 +87,32 @@ pub struct RawServer {
     /// Where the entry starts in its file (JSON forms only; TOML positions come from the parser).
     #[serde(skip)]
     pub line: Option<(usize, usize)>,
+}
+
+/// `[servers.auth]` as written.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAuth {
+    /// `authorization_code` (a person signs in with `rkmcp auth login`) or `client_credentials`.
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub grant: Option<String>,
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub client_id: Option<String>,
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub client_secret: Option<String>,
+    /// Token endpoint authentication for a confidential client: `client_secret_basic` or
+    /// `client_secret_post` (default: what the server advertises).
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub token_endpoint_auth_method: Option<String>,
+    /// The HTTPS URL of this client's metadata document (a client ID metadata document).
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for (default: what the server's challenge or metadata names).
+    #[serde(default, deserialize_with = "super::subst::strings")]
+    pub scopes: Vec<String>,
+    /// The name of an environment variable holding a static bearer token.
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub bearer_token_env: Option<String>,
 }
 
 /// A duration: a number of seconds (`30`, `0.5`) or a string (`"30s"`, `"500ms"`, `"2m"`).

@@ -2,6 +2,7 @@
 //! [`manager::SessionManager`], which also decides the tool names a model sees ([`naming`]).
 //! Version negotiation is [`negotiate`]; what servers ask of the client (sampling, elicitation,
 //! roots) is answered by a [`client_requests::ClientRequests`] the front end chooses.
+pub mod auth;
 pub mod child;
 pub mod client_requests;
 pub mod http;
@@ -11,6 +12,7 @@ pub mod negotiate;
 pub mod plugin_transport;
 pub mod roots;
 pub mod session;
+pub mod sse;
 
 pub use client_requests::{ClientRequests, NonInteractive};
 pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};

@@ -418,24 +418,30 @@ impl Session {
                         .await
                         .map_err(|e| start_err(format!("{e}{log_hint}")))
                 }
-                TransportKind::Http => {
-                    let transport = super::http::streamable_http(config).map_err(&start_err)?;
-                    start_service(handler.clone(), transport, config)
-                        .await
-                        .map_err(&start_err)
+                // Remote servers (and their sign-in) live in `http`, `sse` and `auth`.
+                TransportKind::Http | TransportKind::Sse | TransportKind::Auto => {
+                    let service = super::http::connect(config, |transport| {
+                        handler
+                            .clone()
+                            .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
+                    })
+                    .await
+                    .map_err(|e| match e {
+                        super::http::ConnectError::Initialize(e) => start_err(format!(
+                            "{}{}",
+                            negotiate::describe(&e),
+                            negotiate::probe_hint(&config.protocol, &e)
+                        )),
+                        other => start_err(other.to_string()),
+                    })?;
+                    check_negotiated(service, config).await.map_err(&start_err)
                 }
-                TransportKind::Sse => Err(SessionError::Unsupported {
-                    server: name.clone(),
-                    transport: "sse".into(),
-                    hint: " (the legacy HTTP+SSE transport; most servers also speak streamable HTTP: try `transport = \"http\"` with their /mcp URL)".into(),
-                }),
                 TransportKind::Plugin(plugin) => {
-                    let host = plugins.ok_or_else(|| {
-                        start_err("the plugin host is not available".into())
-                    })?;
-                    let transport = host.transport(plugin).map_err(|e| {
-                        start_err(format!("transport plugin `{plugin}`: {e}"))
-                    })?;
+                    let host = plugins
+                        .ok_or_else(|| start_err("the plugin host is not available".into()))?;
+                    let transport = host
+                        .transport(plugin)
+                        .map_err(|e| start_err(format!("transport plugin `{plugin}`: {e}")))?;
                     let conn = transport
                         .connect()
                         .await
@@ -721,6 +727,14 @@ where
                 negotiate::probe_hint(&config.protocol, &e)
             )
         })?;
+    check_negotiated(service, config).await
+}
+
+/// Refuses (and closes) a session whose server settled on a version rkmcp does not speak.
+async fn check_negotiated(
+    service: RunningService<RoleClient, SessionHandler>,
+    config: &ServerConfig,
+) -> Result<RunningService<RoleClient, SessionHandler>, String> {
     let negotiated = service.peer_info().map(|i| i.protocol_version.clone());
     if let Some(version) = negotiated
         && let Err(err) = negotiate::check_negotiated(&config.protocol, &version)

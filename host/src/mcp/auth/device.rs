@@ -1,0 +1,283 @@
+//! Signing in on a machine without a browser: the device authorization grant (RFC 8628). rkmcp
+//! shows a URL and a short code; the person opens the URL on any device, enters the code and
+//! signs in there, while rkmcp polls the token endpoint. rmcp has no device flow, so the two
+//! requests are made here; discovery, the store and error reporting are shared with the browser
+//! sign-in.
+use std::time::{Duration, Instant};
+
+use rmcp::transport::auth::{OAuthTokenResponse, StoredCredentials};
+
+use super::login::{LoginOptions, LoginUi, SignedIn};
+use super::oauth;
+use super::store::{ServerStore, TokenStore, now_secs};
+use super::{AuthFailure, Step};
+use crate::config::ServerConfig;
+
+const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+#[derive(serde::Deserialize)]
+struct DeviceAuthorization {
+    device_code: String,
+    user_code: String,
+    verification_uri: String,
+    verification_uri_complete: Option<String>,
+    expires_in: u64,
+    interval: Option<u64>,
+}
+
+/// The `error` / `error_description` of an OAuth error body, or the HTTP status.
+fn oauth_error(status: reqwest::StatusCode, body: &str) -> (String, String) {
+    let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let error = json["error"].as_str().unwrap_or("").to_string();
+    let description = json["error_description"].as_str().unwrap_or("").to_string();
+    if error.is_empty() {
+        (format!("HTTP {status}"), String::new())
+    } else {
+        (error, description)
+    }
+}
+
+fn describe(error: &str, description: &str) -> String {
+    let error = crate::mcp::http::printable(error, 100);
+    if description.is_empty() {
+        error
+    } else {
+        format!("{error}: {}", crate::mcp::http::printable(description, 300))
+    }
+}
+
+/// Signs in with the device authorization grant and stores the tokens.
+pub async fn device_login(
+    config: &ServerConfig,
+    options: &LoginOptions,
+    ui: &mut dyn LoginUi,
+) -> Result<SignedIn, AuthFailure> {
+    let name = config.name.as_str();
+    let auth = config.auth.clone().unwrap_or_default();
+    let store_err =
+        |e: super::store::StoreError| AuthFailure::new(name, Step::Store, e.to_string());
+    let store = TokenStore::open_default().map_err(store_err)?;
+    store.entries().map_err(store_err)?;
+    let url = oauth::server_url(config)?;
+    let server_store = ServerStore::new(store, name, url.as_str(), auth.client_id.clone());
+    let mut manager = oauth::manager(config, None).await?;
+    let metadata = oauth::discover(config, &mut manager, None).await?;
+    let Some(endpoint) = metadata
+        .additional_fields
+        .get("device_authorization_endpoint")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+    else {
+        return Err(AuthFailure::new(
+            name,
+            Step::Discovery,
+            "the authorization server does not offer the device authorization grant (RFC 8628)",
+        )
+        .at(metadata.issuer.clone().unwrap_or_default())
+        .next(format!(
+            "sign in without --device: open the printed URL on any machine and paste the URL it sends you back to ({})",
+            super::login_command(config)
+        )));
+    };
+    let scopes = if !options.scopes.is_empty() {
+        options.scopes.clone()
+    } else if !auth.scopes.is_empty() {
+        auth.scopes.clone()
+    } else {
+        manager.select_initial_scopes(&[]).await
+    };
+    let client = crate::mcp::http::client(config)
+        .map_err(|e| AuthFailure::new(name, Step::Authorization, e))?;
+    let (client_id, secret) = match (&auth.client_id, &auth.client_secret) {
+        (Some(id), secret) => (id.clone(), secret.clone()),
+        (None, _) => (
+            register(config, &client, metadata.registration_endpoint.as_deref()).await?,
+            None,
+        ),
+    };
+    let post = |url: &str, mut form: Vec<(&'static str, String)>| {
+        let mut request = client.post(url);
+        match &secret {
+            Some(s) => request = request.basic_auth(&client_id, Some(s)),
+            None => form.push(("client_id", client_id.clone())),
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
+            .finish();
+        request
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .body(body)
+            .send()
+    };
+    let mut form = vec![("resource", url.to_string())];
+    if !scopes.is_empty() {
+        form.push(("scope", scopes.join(" ")));
+    }
+    let response = post(&endpoint, form).await.map_err(|e| {
+        AuthFailure::new(
+            name,
+            Step::Authorization,
+            crate::mcp::http::describe_reqwest(&e),
+        )
+        .at(&endpoint)
+    })?;
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    if !status.is_success() {
+        let (error, description) = oauth_error(status, &text);
+        return Err(
+            AuthFailure::new(name, Step::Authorization, describe(&error, &description))
+                .at(&endpoint)
+                .next("check the scopes and the client settings"),
+        );
+    }
+    let device: DeviceAuthorization = serde_json::from_str(&text).map_err(|e| {
+        AuthFailure::new(
+            name,
+            Step::Authorization,
+            format!("the answer is not a device authorization: {e}"),
+        )
+        .at(&endpoint)
+    })?;
+    ui.say(&format!(
+        "To sign in to `{name}`, open {} and enter the code {}",
+        crate::mcp::http::printable(&device.verification_uri, 300),
+        crate::mcp::http::printable(&device.user_code, 40)
+    ));
+    if let Some(complete) = &device.verification_uri_complete {
+        ui.say(&format!(
+            "  (or open {})",
+            crate::mcp::http::printable(complete, 300)
+        ));
+    }
+    ui.say("Waiting for you to finish signing in…");
+
+    let token_url = metadata.token_endpoint.clone();
+    let mut interval = Duration::from_secs(device.interval.unwrap_or(5).max(1));
+    let deadline = Instant::now() + Duration::from_secs(device.expires_in).min(options.timeout);
+    let tokens: OAuthTokenResponse = loop {
+        if Instant::now() >= deadline {
+            return Err(AuthFailure::new(
+                name,
+                Step::Authorization,
+                "the code expired before the sign-in finished",
+            )
+            .next("run the command again"));
+        }
+        tokio::time::sleep(interval).await;
+        let form = vec![
+            ("grant_type", DEVICE_GRANT.to_string()),
+            ("device_code", device.device_code.clone()),
+            ("resource", url.to_string()),
+        ];
+        let response = post(&token_url, form).await.map_err(|e| {
+            AuthFailure::new(name, Step::Token, crate::mcp::http::describe_reqwest(&e))
+                .at(&token_url)
+        })?;
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        if status.is_success() {
+            break serde_json::from_str(&text).map_err(|e| {
+                AuthFailure::new(
+                    name,
+                    Step::Token,
+                    format!("the token response is not valid: {e}"),
+                )
+                .at(&token_url)
+            })?;
+        }
+        let (error, description) = oauth_error(status, &text);
+        match error.as_str() {
+            "authorization_pending" => {}
+            "slow_down" => interval += Duration::from_secs(5),
+            _ => {
+                return Err(
+                    AuthFailure::new(name, Step::Token, describe(&error, &description))
+                        .at(&token_url)
+                        .next("run the command again"),
+                );
+            }
+        }
+    };
+    use oauth2::TokenResponse;
+    let granted = tokens
+        .scopes()
+        .map(|s| s.iter().map(|s| s.to_string()).collect())
+        .unwrap_or(scopes);
+    use rmcp::transport::auth::CredentialStore;
+    server_store
+        .save(
+            StoredCredentials::new(client_id, Some(tokens), granted, Some(now_secs()))
+                .with_issuer(metadata.issuer.clone()),
+        )
+        .await
+        .map_err(|e| AuthFailure::new(name, Step::Store, e.to_string()))?;
+    let entry = server_store
+        .entry()
+        .map_err(|e| AuthFailure::new(name, Step::Store, e.to_string()))?
+        .ok_or_else(|| AuthFailure::new(name, Step::Store, "the tokens were not stored"))?;
+    Ok(SignedIn::from_entry(&entry))
+}
+
+/// Dynamic client registration (RFC 7591) of a public client for the device grant.
+async fn register(
+    config: &ServerConfig,
+    client: &reqwest::Client,
+    endpoint: Option<&str>,
+) -> Result<String, AuthFailure> {
+    let name = config.name.as_str();
+    let Some(endpoint) = endpoint else {
+        return Err(AuthFailure::new(
+            name,
+            Step::Registration,
+            "the authorization server offers no dynamic client registration",
+        )
+        .next("set `[servers.auth] client_id` to a client registered for the device grant"));
+    };
+    let body = serde_json::json!({
+        "client_name": "rkmcp",
+        "grant_types": [DEVICE_GRANT, "refresh_token"],
+        "response_types": [],
+        "redirect_uris": [],
+        "token_endpoint_auth_method": "none",
+        "application_type": "native",
+    });
+    let response = client
+        .post(endpoint)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| {
+            AuthFailure::new(
+                name,
+                Step::Registration,
+                crate::mcp::http::describe_reqwest(&e),
+            )
+            .at(endpoint)
+        })?;
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    if !status.is_success() {
+        let (error, description) = oauth_error(status, &text);
+        return Err(
+            AuthFailure::new(name, Step::Registration, describe(&error, &description))
+                .at(endpoint)
+                .next("set `[servers.auth] client_id` to a client registered for the device grant"),
+        );
+    }
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    json["client_id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| {
+            AuthFailure::new(
+                name,
+                Step::Registration,
+                "the registration answer has no client_id",
+            )
+            .at(endpoint)
+        })
+}

@@ -1,0 +1,403 @@
+//! OAuth token sources on rmcp's `AuthorizationManager`: a person's stored sign-in (refreshed
+//! before expiry and after a 401) and the client credentials grant. rmcp does the protocol work
+//! (RFC 9728 / 8414 / OIDC discovery with the 2025-03-26 fallbacks, PKCE, RFC 8707 `resource`,
+//! `iss` checks, issuer-bound credentials); this module wires it to the config and the store and
+//! turns its errors into [`AuthFailure`]s that say which step failed and what to do.
+use futures::future::BoxFuture;
+use oauth2::TokenResponse;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
+    InMemoryCredentialStore, OAuthClientConfig, WWWAuthenticateParams,
+};
+use tokio::sync::Mutex;
+
+use super::store::{ServerStore, TokenStore};
+use super::{AuthFailure, BearerSource, Step, login_command};
+use crate::config::{AuthConfig, ServerConfig, TokenEndpointAuth};
+
+/// The server URL from the config (checked to be http(s) when the config was loaded).
+pub fn server_url(config: &ServerConfig) -> Result<url::Url, AuthFailure> {
+    let raw = config.url.as_deref().unwrap_or_default();
+    url::Url::parse(raw).map_err(|e| {
+        AuthFailure::new(
+            &config.name,
+            Step::Config,
+            format!("`url` is not a URL: {e}"),
+        )
+    })
+}
+
+/// rmcp's manager for a server, with the token store attached.
+pub async fn manager(
+    config: &ServerConfig,
+    store: Option<ServerStore>,
+) -> Result<AuthorizationManager, AuthFailure> {
+    super::super::http::install_tls_provider();
+    let url = server_url(config)?;
+    let mut manager = AuthorizationManager::new(url.clone())
+        .await
+        .map_err(|e| explain(&config.name, Step::Discovery, Some(url.as_str()), e))?;
+    if let Some(store) = store {
+        manager.set_credential_store(store);
+    }
+    Ok(manager)
+}
+
+/// Discovers the authorization server and remembers its metadata on the manager.
+pub async fn discover(
+    config: &ServerConfig,
+    manager: &mut AuthorizationManager,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, AuthFailure> {
+    let resolution = manager
+        .resolve_metadata_from_challenge(challenge)
+        .await
+        .map_err(|e| explain(&config.name, Step::Discovery, config.url.as_deref(), e))?;
+    if !resolution.source.is_discovered() {
+        tracing::warn!(
+            server = %config.name,
+            "the server publishes no OAuth metadata; using the 2025-03-26 default endpoints (/authorize, /token, /register)"
+        );
+    }
+    manager.set_metadata(resolution.metadata.clone());
+    Ok(resolution.metadata)
+}
+
+/// Translates rmcp's error into a failure naming the step, the URL and the next action.
+pub fn explain(server: &str, step: Step, url: Option<&str>, err: AuthError) -> AuthFailure {
+    let (step, detail, url) = match err {
+        AuthError::DiscoveryRequestFailed { url, source } => (
+            Step::Discovery,
+            format!("the request failed: {}", source_chain(source.as_ref())),
+            Some(url.to_string()),
+        ),
+        AuthError::ProtectedResourceMetadataInvalid { url, reason } => (
+            Step::Discovery,
+            format!("the protected resource metadata is unusable: {reason}"),
+            Some(url.to_string()),
+        ),
+        AuthError::AuthorizationServersUnavailable {
+            resource_metadata_url,
+            authorization_servers,
+        } => (
+            Step::Discovery,
+            format!(
+                "none of the authorization servers it names ({}) publishes usable metadata",
+                authorization_servers.join(", ")
+            ),
+            Some(resource_metadata_url.to_string()),
+        ),
+        AuthError::RegistrationFailed(msg) => (Step::Registration, msg, url.map(String::from)),
+        AuthError::TokenExchangeFailed(msg) => (Step::Token, msg, url.map(String::from)),
+        AuthError::TokenRefreshFailed(msg) | AuthError::TokenRefreshRejected(msg) => {
+            (Step::Refresh, msg, url.map(String::from))
+        }
+        AuthError::ClientCredentialsError(msg) => (Step::Token, msg, url.map(String::from)),
+        AuthError::AuthorizationServerMismatch {
+            expected_issuer,
+            received_issuer,
+        } => (
+            step,
+            format!(
+                "the authorization server's issuer is `{received_issuer}`, not the expected `{expected_issuer}` (RFC 9207 / RFC 8414 issuer check)"
+            ),
+            url.map(String::from),
+        ),
+        AuthError::CredentialStoreError(msg) => (Step::Store, msg, None),
+        AuthError::PkceUnsupported => (
+            Step::Discovery,
+            "the authorization server does not offer PKCE with S256, which OAuth 2.1 requires"
+                .into(),
+            url.map(String::from),
+        ),
+        other => (step, other.to_string(), url.map(String::from)),
+    };
+    let next = match step {
+        Step::Store => "fix the token store as described, then try again".to_string(),
+        Step::Discovery => "check the server's `url`; if it is right, the server's OAuth setup is broken (tell its operator)".into(),
+        Step::Registration => "the server refused to register rkmcp: set `[servers.auth] client_id` (and `client_secret`) to a client registered with it".into(),
+        _ => String::new(),
+    };
+    let mut failure = AuthFailure::new(server, step, detail).next(next);
+    failure.url = url;
+    failure
+}
+
+fn source_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut cur = err.source();
+    while let Some(e) = cur {
+        let s = e.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        cur = e.source();
+    }
+    parts.join(": ")
+}
+
+/// `error="…", error_description="…", scope="…"` of a `WWW-Authenticate` challenge, for messages.
+pub fn describe_challenge(challenge: &str) -> String {
+    let base = url::Url::parse("http://localhost/").expect("static URL");
+    let params = WWWAuthenticateParams::parse(challenge, &base);
+    let mut parts = Vec::new();
+    if let Some(e) = &params.error {
+        parts.push(format!("error={e}"));
+    }
+    if let Some(d) = &params.error_description {
+        parts.push(format!("error_description={d}"));
+    }
+    if let Some(s) = &params.scope {
+        parts.push(format!("scope={s}"));
+    }
+    if parts.is_empty() {
+        "no details in its challenge".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// A person's stored sign-in for one server.
+pub struct StoredSignIn {
+    server: String,
+    login: String,
+    manager: Mutex<AuthorizationManager>,
+}
+
+impl StoredSignIn {
+    /// The sign-in stored for this server, ready to hand out (and refresh) tokens; `None` when
+    /// there is none.
+    pub async fn open(
+        config: &ServerConfig,
+    ) -> Result<Option<std::sync::Arc<dyn BearerSource>>, AuthFailure> {
+        let auth = config.auth.clone().unwrap_or_default();
+        let store = TokenStore::open_default()
+            .map_err(|e| AuthFailure::new(&config.name, Step::Store, e.to_string()))?;
+        let url = server_url(config)?;
+        let server_store =
+            ServerStore::new(store, &config.name, url.as_str(), auth.client_id.clone());
+        let entry = server_store
+            .entry()
+            .map_err(|e| AuthFailure::new(&config.name, Step::Store, e.to_string()))?;
+        let Some(entry) = entry else {
+            return Ok(None);
+        };
+        if entry.credentials.token_response.is_none() {
+            return Ok(None);
+        }
+        let mut manager = manager(config, Some(server_store)).await?;
+        // Discovery (needed to refresh) also tells us whether the authorization server changed;
+        // if it did, rmcp drops the old issuer's tokens and we need a new sign-in.
+        let usable = manager
+            .initialize_from_store()
+            .await
+            .map_err(|e| explain(&config.name, Step::Discovery, config.url.as_deref(), e))?;
+        if !usable {
+            return Ok(None);
+        }
+        configure_confidential(&mut manager, &auth, entry.client_id(), &config.name)?;
+        Ok(Some(std::sync::Arc::new(StoredSignIn {
+            server: config.name.clone(),
+            login: login_command(config),
+            manager: Mutex::new(manager),
+        })))
+    }
+}
+
+/// A pre-registered confidential client needs its secret for refreshes too.
+pub fn configure_confidential(
+    manager: &mut AuthorizationManager,
+    auth: &AuthConfig,
+    client_id: &str,
+    server: &str,
+) -> Result<(), AuthFailure> {
+    if let (Some(id), Some(secret)) = (&auth.client_id, &auth.client_secret)
+        && id == client_id
+    {
+        manager
+            .configure_client(
+                OAuthClientConfig::new(id.clone(), "http://127.0.0.1/callback")
+                    .with_client_secret(secret.clone()),
+            )
+            .map_err(|e| explain(server, Step::Config, None, e))?;
+    }
+    Ok(())
+}
+
+impl BearerSource for StoredSignIn {
+    fn token(&self) -> BoxFuture<'_, Result<Option<String>, AuthFailure>> {
+        Box::pin(async move {
+            match self.manager.lock().await.get_access_token().await {
+                Ok(token) => Ok(Some(token)),
+                // Expired and not refreshable: go without, and let the 401 say "log in".
+                Err(AuthError::AuthorizationRequired) => Ok(None),
+                Err(err) => Err(explain(&self.server, Step::Refresh, None, err)
+                    .next(format!("if it persists, sign in again: {}", self.login))),
+            }
+        })
+    }
+
+    fn rejected<'a>(
+        &'a self,
+        sent: Option<&'a str>,
+        _challenge: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
+        Box::pin(async move {
+            if sent.is_none() {
+                return Ok(None); // nothing usable stored: the person must sign in
+            }
+            match self.manager.lock().await.refresh_token().await {
+                Ok(response) => Ok(Some(response.access_token().secret().to_string())),
+                Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
+                    Ok(None)
+                }
+                Err(err) => Err(explain(&self.server, Step::Refresh, None, err)
+                    .next(format!("if it persists, sign in again: {}", self.login))),
+            }
+        })
+    }
+
+    fn insufficient_scope<'a>(
+        &'a self,
+        challenge: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
+        Box::pin(async move {
+            let base = url::Url::parse("http://localhost/").expect("static URL");
+            let scope = WWWAuthenticateParams::parse(challenge, &base)
+                .scope
+                .unwrap_or_default();
+            let scope_flags: String = scope
+                .split_whitespace()
+                .map(|s| format!(" --scope {s}"))
+                .collect();
+            Err(AuthFailure::new(
+                &self.server,
+                Step::Authorization,
+                format!(
+                    "the server needs more access than you granted ({})",
+                    describe_challenge(challenge)
+                ),
+            )
+            .next(format!(
+                "sign in again with that scope: {}{scope_flags}",
+                self.login
+            )))
+        })
+    }
+}
+
+/// Tokens from the client credentials grant: the client signs in as itself. Tokens are kept in
+/// memory only (a new one is a request away) and fetched again when they expire or are rejected.
+pub struct ClientCredentialsBearer {
+    config: ServerConfig,
+    state: Mutex<Option<AuthorizationManager>>,
+}
+
+impl ClientCredentialsBearer {
+    pub fn new(config: &ServerConfig) -> Result<Self, AuthFailure> {
+        Ok(ClientCredentialsBearer {
+            config: config.clone(),
+            state: Mutex::new(None),
+        })
+    }
+
+    fn credentials(&self, scopes: Vec<String>) -> ClientCredentialsConfig {
+        let auth = self.config.auth.clone().unwrap_or_default();
+        ClientCredentialsConfig::ClientSecret {
+            client_id: auth.client_id.unwrap_or_default(),
+            client_secret: auth.client_secret.unwrap_or_default(),
+            scopes,
+            resource: self.config.url.clone(),
+        }
+    }
+
+    /// Discovers the authorization server and exchanges the client's credentials for a token.
+    async fn fetch(&self) -> Result<String, AuthFailure> {
+        let name = &self.config.name;
+        let auth = self.config.auth.clone().unwrap_or_default();
+        let mut manager = manager(&self.config, None).await?;
+        manager.set_credential_store(InMemoryCredentialStore::new());
+        let mut metadata = discover(&self.config, &mut manager, None).await?;
+        // The configured method wins over what rmcp would pick from the advertised list.
+        if let Some(method) = auth.token_endpoint_auth_method {
+            let name = match method {
+                TokenEndpointAuth::ClientSecretBasic => "client_secret_basic",
+                TokenEndpointAuth::ClientSecretPost => "client_secret_post",
+            };
+            metadata.additional_fields.insert(
+                "token_endpoint_auth_methods_supported".into(),
+                serde_json::json!([name]),
+            );
+            manager.set_metadata(metadata.clone());
+        }
+        let scopes = if auth.scopes.is_empty() {
+            manager.select_scopes(None, &[])
+        } else {
+            auth.scopes.clone()
+        };
+        let credentials = self.credentials(scopes);
+        let token_url = metadata.token_endpoint.clone();
+        manager
+            .validate_client_credentials_metadata(&credentials)
+            .map_err(|e| explain(name, Step::Token, Some(&token_url), e))?;
+        manager
+            .configure_client_credentials(&credentials)
+            .map_err(|e| explain(name, Step::Token, Some(&token_url), e))?;
+        let response = manager
+            .exchange_client_credentials(&credentials)
+            .await
+            .map_err(|e| {
+                explain(name, Step::Token, Some(&token_url), e)
+                    .next("check `[servers.auth] client_id` and `client_secret`")
+            })?;
+        let token = response.access_token().secret().to_string();
+        *self.state.lock().await = Some(manager);
+        Ok(token)
+    }
+}
+
+impl BearerSource for ClientCredentialsBearer {
+    fn token(&self) -> BoxFuture<'_, Result<Option<String>, AuthFailure>> {
+        Box::pin(async move {
+            {
+                let state = self.state.lock().await;
+                if let Some(manager) = state.as_ref() {
+                    // Expired tokens have no refresh token here: rmcp says "authorization
+                    // required", and a new exchange is the answer.
+                    if let Ok(token) = manager.get_access_token().await {
+                        return Ok(Some(token));
+                    }
+                }
+            }
+            self.fetch().await.map(Some)
+        })
+    }
+
+    fn rejected<'a>(
+        &'a self,
+        sent: Option<&'a str>,
+        _challenge: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
+        Box::pin(async move {
+            let fresh = self.fetch().await?;
+            Ok((Some(fresh.as_str()) != sent).then_some(fresh))
+        })
+    }
+
+    fn insufficient_scope<'a>(
+        &'a self,
+        challenge: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
+        Box::pin(async move {
+            Err(AuthFailure::new(
+                &self.config.name,
+                Step::Authorization,
+                format!(
+                    "the client's token lacks a scope the server requires ({})",
+                    describe_challenge(challenge)
+                ),
+            )
+            .next("add the scope to `[servers.auth] scopes`"))
+        })
+    }
+}
