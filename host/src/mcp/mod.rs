@@ -1,6 +1,8 @@
 //! MCP sessions: one [`session::Session`] per server on rmcp, all of them held by the
 //! [`manager::SessionManager`], which also decides the tool names a model sees ([`naming`]).
 pub mod child;
+pub mod elicitation;
+pub mod health;
 pub mod http;
 pub mod manager;
 pub mod naming;
