@@ -302,9 +302,19 @@ fn show_servers(engine: &ChatEngine) {
                     .map(|s| (s.name.to_string(), s.version.to_string()))
             })
             .unwrap_or_default();
+        let health = s.health();
+        let latency = health
+            .last_latency
+            .map(|l| format!(" ({:.0} ms)", l.as_secs_f64() * 1000.0))
+            .unwrap_or_default();
+        let restarts = match health.restarts {
+            0 => String::new(),
+            n => format!(" · {n} restart{}", if n == 1 { "" } else { "s" }),
+        };
         println!(
-            "{:<16} up   {} {} · {} tools · {} resources · {} templates · {} prompts",
+            "{:<16} {}{latency}{restarts} · {} {} · {} tools · {} resources · {} templates · {} prompts",
             s.name(),
+            health.health.as_str(),
             name,
             version,
             catalog.tools.len(),
@@ -602,6 +612,22 @@ fn show_notification(
             let line = dim(&format!(
                 "[{server}: {list:?} list changed and was re-read]"
             ));
+            multi.suspend(|| eprintln!("{line}"));
+        }
+        SessionEvent::Health { server, transition } => {
+            use crate::mcp::health::Transition;
+            let line = match transition {
+                Transition::WentDown { reason } => {
+                    format!("[{server} is down: {reason}; restarting it]")
+                }
+                Transition::CameBack { restarts } => {
+                    format!("[{server} is back (restart {restarts}); its tools are available]")
+                }
+                Transition::GaveUp { restarts } => format!(
+                    "[{server} stayed down after {restarts} restarts; rkmcp gave up on it (max_restarts)]"
+                ),
+            };
+            let line = dim(&super::approve_prompt::printable(&line));
             multi.suspend(|| eprintln!("{line}"));
         }
     }

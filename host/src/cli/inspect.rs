@@ -129,6 +129,14 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
             for s in manager.sessions() {
                 let info = s.server_info();
                 let catalog = s.catalog();
+                // One check now, as the monitor makes every `health_interval`.
+                let policy = crate::mcp::monitor::policy_for(s);
+                let outcome = match s.ping().await {
+                    Ok(latency) => crate::mcp::health::CheckOutcome::Answered(latency),
+                    Err(e) => crate::mcp::health::CheckOutcome::Failed(e.to_string()),
+                };
+                s.update_health(|h| h.record(&policy, outcome));
+                let health = s.health();
                 rows.push(json!({
                     "name": s.name(),
                     "status": "up",
@@ -139,7 +147,11 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                     "resource_templates": catalog.resource_templates.len(),
                     "prompts": catalog.prompts.len(),
                     "startup_ms": s.startup.as_secs_f64() * 1000.0,
-                    "log": s.log_path.as_ref().map(|p| p.display().to_string()),
+                    "log": s.log_path().map(|p| p.display().to_string()),
+                    "health": health.health.as_str(),
+                    "latency_ms": health.last_latency.map(|l| l.as_secs_f64() * 1000.0),
+                    "restarts": health.restarts,
+                    "health_error": health.last_error,
                 }));
             }
             for f in manager.failures() {
@@ -162,6 +174,9 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                     "resources",
                     "prompts",
                     "startup",
+                    "health",
+                    "latency",
+                    "restarts",
                 ]);
                 for r in &rows {
                     let s = |k: &str| match &r[k] {
@@ -185,6 +200,12 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                             .as_f64()
                             .map(|ms| format!("{ms:.0} ms"))
                             .unwrap_or_default(),
+                        s("health"),
+                        r["latency_ms"]
+                            .as_f64()
+                            .map(|ms| format!("{ms:.1} ms"))
+                            .unwrap_or_default(),
+                        s("restarts"),
                     ]);
                 }
                 output::print_table(&t)?;

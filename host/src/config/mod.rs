@@ -102,6 +102,11 @@ pub struct ServerConfig {
     pub connect_timeout: Duration,
     #[serde(with = "duration_secs")]
     pub request_timeout: Duration,
+    /// How often the server is checked (`ping`); see [`crate::mcp::health`].
+    #[serde(with = "duration_secs")]
+    pub health_interval: Duration,
+    /// Restarts of a server that went down before rkmcp gives up on it.
+    pub max_restarts: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -137,6 +142,9 @@ pub struct Config {
     /// `[chat]` as written (interpreted by the chat loop).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub chat: toml::Table,
+    /// `[sampling]` as written (see `chat::sampling::SamplingSettings`).
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub sampling: toml::Table,
 }
 
 impl Config {
@@ -150,6 +158,7 @@ impl Config {
             "plugins" => &self.plugins,
             "model" => &self.model,
             "chat" => &self.chat,
+            "sampling" => &self.sampling,
             other => return Err(ConfigError::new(format!("no config section `{other}`"))),
         };
         if table.is_empty() {
@@ -330,6 +339,8 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
     };
     let mut connect_default = DEFAULT_CONNECT_TIMEOUT;
     let mut request_default = DEFAULT_REQUEST_TIMEOUT;
+    let mut health_default = crate::mcp::health::HealthPolicy::default().interval;
+    let mut restarts_default = crate::mcp::health::HealthPolicy::default().max_restarts;
     let mut prefix_default = DEFAULT_PREFIX.to_string();
     // Servers by name in first-seen order; a later layer replaces an entry wholesale.
     let mut servers: Vec<(PathBuf, String, RawServer)> = Vec::new();
@@ -349,12 +360,21 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
                 ConfigError::new(format!("{}: {e}", defaults_key("request_timeout")))
             })?;
         }
+        if let Some(d) = &raw.defaults.health_interval {
+            health_default = d.to_duration().map_err(|e| {
+                ConfigError::new(format!("{}: {e}", defaults_key("health_interval")))
+            })?;
+        }
+        if let Some(n) = raw.defaults.max_restarts {
+            restarts_default = n;
+        }
         if let Some(p) = raw.defaults.prefix {
             prefix_default = p;
         }
         merge_tables(&mut config.plugins, raw.plugins);
         merge_tables(&mut config.model, raw.model);
         merge_tables(&mut config.chat, raw.chat);
+        merge_tables(&mut config.sampling, raw.sampling);
         let mut seen_here = Vec::new();
         for (index, server) in raw.servers.into_iter().enumerate() {
             let Some(name) = server.name.clone() else {
@@ -436,6 +456,12 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
                 .map_err(|e| err(format!("`request_timeout`: {e}")))?,
             None => request_default,
         };
+        let health_interval = match &raw.health_interval {
+            Some(d) => d
+                .to_duration()
+                .map_err(|e| err(format!("`health_interval`: {e}")))?,
+            None => health_default,
+        };
         let prefix = raw
             .prefix
             .clone()
@@ -452,6 +478,8 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             headers: raw.headers.clone(),
             connect_timeout,
             request_timeout,
+            health_interval,
+            max_restarts: raw.max_restarts.unwrap_or(restarts_default),
             allow: raw.allow.clone(),
             deny: raw.deny.clone(),
             prefix,

@@ -34,6 +34,9 @@ pub struct SessionManager {
     filters: BTreeMap<String, ToolFilter>,
     /// Kept alive for the connections of transport plugins.
     _plugins: Option<rkmcp_plugin_host::PluginHost>,
+    /// The health monitors (one per session), stopped at shutdown.
+    monitors: Vec<tokio::task::JoinHandle<()>>,
+    stop_monitors: tokio_util::sync::CancellationToken,
     /// Time from the start of [`SessionManager::start`] until every server was up (or failed).
     pub startup: Duration,
 }
@@ -96,11 +99,18 @@ impl SessionManager {
                 }
             }
         }
+        let stop_monitors = tokio_util::sync::CancellationToken::new();
+        let monitors = sessions
+            .iter()
+            .map(|s| super::monitor::spawn(s, stop_monitors.child_token()))
+            .collect();
         SessionManager {
             sessions,
             failures,
             filters,
             _plugins: plugins,
+            monitors,
+            stop_monitors,
             startup: started.elapsed(),
         }
     }
@@ -200,6 +210,9 @@ impl SessionManager {
 
     /// Closes every session concurrently.
     pub async fn shutdown(self) {
+        self.stop_monitors.cancel();
+        // A monitor in the middle of a restart holds its session: wait for them to let go.
+        futures::future::join_all(self.monitors).await;
         let sessions = self
             .sessions
             .into_iter()

@@ -5,6 +5,7 @@ pub mod elicitation;
 pub mod health;
 pub mod http;
 pub mod manager;
+pub mod monitor;
 pub mod naming;
 pub mod plugin_transport;
 pub mod session;

@@ -5,8 +5,8 @@
 //! run today still use them, so this module uses them on purpose.
 #![allow(deprecated)]
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
@@ -63,6 +63,11 @@ pub enum SessionEvent {
     },
     /// A list was re-fetched after the server said it changed.
     ListRefreshed { server: String, list: ListKind },
+    /// The server went down, came back after a restart, or was given up on.
+    Health {
+        server: String,
+        transition: super::health::Transition,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -205,18 +210,29 @@ fn update(catalog: &RwLock<Catalog>, f: impl FnOnce(&mut Catalog)) {
     guard.generation += 1;
 }
 
-/// A connected, initialized server.
+/// One connection to the server: replaced as a whole when the server is restarted.
+struct Live {
+    peer: rmcp::Peer<RoleClient>,
+    /// Taken on shutdown (closing needs the owned service).
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, SessionHandler>>>,
+    log_path: Option<PathBuf>,
+    pid: Option<u32>,
+}
+
+/// A connected, initialized server. Its connection can be replaced ([`Session::restart`]) while
+/// the catalog, the event channel and every `Arc<Session>` held elsewhere stay the same.
 pub struct Session {
     pub config: ServerConfig,
-    service: RunningService<RoleClient, SessionHandler>,
+    live: RwLock<Arc<Live>>,
     catalog: Arc<RwLock<Catalog>>,
     events: broadcast::Sender<SessionEvent>,
-    /// How long connect + initialize + first listing took.
+    /// How long connect + initialize + first listing took (the first time).
     pub startup: Duration,
-    /// The stderr log of a stdio server.
-    pub log_path: Option<PathBuf>,
-    /// The process id of a stdio server.
-    pub pid: Option<u32>,
+    log_dir: PathBuf,
+    /// Bumped by every restart: a request that fails after it changed failed because of it.
+    epoch: AtomicU32,
+    /// Health as the monitor last saw it (see [`super::health`]).
+    health: Mutex<super::health::HealthState>,
 }
 
 impl Session {
@@ -228,91 +244,25 @@ impl Session {
         plugins: Option<&rkmcp_plugin_host::PluginHost>,
     ) -> Result<Session, SessionError> {
         let started = Instant::now();
-        let name = config.name.clone();
         let (events, _) = broadcast::channel(256);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
         let handler = SessionHandler {
-            server: name.clone(),
+            server: config.name.clone(),
             catalog: catalog.clone(),
             events: events.clone(),
             request_timeout: config.request_timeout,
         };
-        let start_err = |message: String| SessionError::Start {
-            server: name.clone(),
-            message,
-        };
-        let mut log_path = None;
-        let mut pid = None;
-        let connecting = async {
-            match &config.transport {
-                TransportKind::Stdio => {
-                    let spawned = super::child::spawn(config, log_dir).map_err(|e| {
-                        start_err(format!(
-                            "cannot start `{}`: {e}{}",
-                            config.command.as_deref().unwrap_or_default(),
-                            if e.kind() == std::io::ErrorKind::NotFound {
-                                " (is it installed and on PATH?)"
-                            } else {
-                                ""
-                            }
-                        ))
-                    })?;
-                    log_path = Some(spawned.log_path.clone());
-                    pid = spawned.pid;
-                    let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
-                    handler
-                        .clone()
-                        .serve(spawned.transport)
-                        .await
-                        .map_err(|e| start_err(format!("initialize failed: {e}{log_hint}")))
-                }
-                TransportKind::Http => {
-                    let transport = super::http::streamable_http(config).map_err(&start_err)?;
-                    handler
-                        .clone()
-                        .serve(transport)
-                        .await
-                        .map_err(|e| start_err(format!("initialize failed: {e}")))
-                }
-                TransportKind::Sse => Err(SessionError::Unsupported {
-                    server: name.clone(),
-                    transport: "sse".into(),
-                    hint: " (the legacy HTTP+SSE transport; most servers also speak streamable HTTP: try `transport = \"http\"` with their /mcp URL)".into(),
-                }),
-                TransportKind::Plugin(plugin) => {
-                    let host = plugins.ok_or_else(|| {
-                        start_err("the plugin host is not available".into())
-                    })?;
-                    let transport = host.transport(plugin).map_err(|e| {
-                        start_err(format!("transport plugin `{plugin}`: {e}"))
-                    })?;
-                    let conn = transport
-                        .connect()
-                        .await
-                        .map_err(|e| start_err(e.to_string()))?;
-                    handler
-                        .clone()
-                        .serve(super::plugin_transport::PluginTransport::new(conn, &name))
-                        .await
-                        .map_err(|e| start_err(format!("initialize failed: {e}")))
-                }
-            }
-        };
-        let service = tokio::time::timeout(config.connect_timeout, connecting)
-            .await
-            .map_err(|_| SessionError::Timeout {
-                server: name.clone(),
-                what: "connecting and initializing".into(),
-                timeout: config.connect_timeout,
-            })??;
+        let live = open(config, log_dir, plugins, handler).await?;
+        let restartable = !matches!(config.transport, TransportKind::Plugin(_));
         let session = Session {
             config: config.clone(),
-            service,
+            live: RwLock::new(Arc::new(live)),
             catalog,
             events,
             startup: Duration::ZERO,
-            log_path,
-            pid,
+            log_dir: log_dir.to_path_buf(),
+            epoch: AtomicU32::new(0),
+            health: Mutex::new(super::health::HealthState::new(restartable)),
         };
         session.refresh_all().await?;
         Ok(Session {
@@ -321,17 +271,177 @@ impl Session {
         })
     }
 
+    /// Replaces the connection with a new one (a new process for stdio servers), re-lists, and
+    /// closes the old one. Requests still waiting on the old connection fail (see
+    /// [`Session::timed`]). Returns how long the new connection took to be usable.
+    /// Plugin transports cannot be restarted here (their host is not kept by the session).
+    pub async fn restart(&self) -> Result<Duration, SessionError> {
+        let started = Instant::now();
+        let handler = SessionHandler {
+            server: self.config.name.clone(),
+            catalog: self.catalog.clone(),
+            events: self.events.clone(),
+            request_timeout: self.config.request_timeout,
+        };
+        let live = Arc::new(open(&self.config, &self.log_dir, None, handler).await?);
+        let old = std::mem::replace(
+            &mut *self.live.write().unwrap_or_else(|e| e.into_inner()),
+            live,
+        );
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        // Closing the old connection fails whatever still waits on it; not awaited by callers.
+        let name = self.config.name.clone();
+        tokio::spawn(async move {
+            if let Some(mut service) = old.service.lock().await.take()
+                && let Err(err) = service.close_with_timeout(Duration::from_secs(5)).await
+            {
+                tracing::debug!(server = %name, "closing the old connection: {err}");
+            }
+        });
+        self.refresh_all().await?;
+        Ok(started.elapsed())
+    }
+
+    /// Whether the connection is gone (the process exited, the stream closed).
+    pub fn is_closed(&self) -> bool {
+        self.live().peer.is_transport_closed()
+    }
+
+    /// Restarts so far.
+    pub fn restarts(&self) -> u32 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// The health record (`servers status`, the monitor).
+    pub fn health(&self) -> super::health::HealthState {
+        self.health.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Updates the health record and returns what `f` returns.
+    pub fn update_health<T>(&self, f: impl FnOnce(&mut super::health::HealthState) -> T) -> T {
+        f(&mut self.health.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Tells subscribers (the chat's notices).
+    pub fn announce(&self, transition: super::health::Transition) {
+        let _ = self.events.send(SessionEvent::Health {
+            server: self.config.name.clone(),
+            transition,
+        });
+    }
+
+    fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The stderr log of a stdio server.
+    pub fn log_path(&self) -> Option<PathBuf> {
+        self.live().log_path.clone()
+    }
+
+    /// The process id of a stdio server.
+    pub fn pid(&self) -> Option<u32> {
+        self.live().pid
+    }
+}
+
+/// Connects and initializes one connection.
+async fn open(
+    config: &ServerConfig,
+    log_dir: &Path,
+    plugins: Option<&rkmcp_plugin_host::PluginHost>,
+    handler: SessionHandler,
+) -> Result<Live, SessionError> {
+    let name = config.name.clone();
+    let start_err = |message: String| SessionError::Start {
+        server: name.clone(),
+        message,
+    };
+    let mut log_path = None;
+    let mut pid = None;
+    let connecting = async {
+        match &config.transport {
+            TransportKind::Stdio => {
+                let spawned = super::child::spawn(config, log_dir).map_err(|e| {
+                    start_err(format!(
+                        "cannot start `{}`: {e}{}",
+                        config.command.as_deref().unwrap_or_default(),
+                        if e.kind() == std::io::ErrorKind::NotFound {
+                            " (is it installed and on PATH?)"
+                        } else {
+                            ""
+                        }
+                    ))
+                })?;
+                log_path = Some(spawned.log_path.clone());
+                pid = spawned.pid;
+                let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
+                handler
+                    .clone()
+                    .serve(spawned.transport)
+                    .await
+                    .map_err(|e| start_err(format!("initialize failed: {e}{log_hint}")))
+            }
+            TransportKind::Http => {
+                let transport = super::http::streamable_http(config).map_err(&start_err)?;
+                handler
+                    .clone()
+                    .serve(transport)
+                    .await
+                    .map_err(|e| start_err(format!("initialize failed: {e}")))
+            }
+            TransportKind::Sse => Err(SessionError::Unsupported {
+                server: name.clone(),
+                transport: "sse".into(),
+                hint: " (the legacy HTTP+SSE transport; most servers also speak streamable HTTP: try `transport = \"http\"` with their /mcp URL)".into(),
+            }),
+            TransportKind::Plugin(plugin) => {
+                let host = plugins.ok_or_else(|| {
+                    start_err("the plugin host is not available".into())
+                })?;
+                let transport = host.transport(plugin).map_err(|e| {
+                    start_err(format!("transport plugin `{plugin}`: {e}"))
+                })?;
+                let conn = transport
+                    .connect()
+                    .await
+                    .map_err(|e| start_err(e.to_string()))?;
+                handler
+                    .clone()
+                    .serve(super::plugin_transport::PluginTransport::new(conn, &name))
+                    .await
+                    .map_err(|e| start_err(format!("initialize failed: {e}")))
+            }
+        }
+    };
+    let service = tokio::time::timeout(config.connect_timeout, connecting)
+        .await
+        .map_err(|_| SessionError::Timeout {
+            server: name.clone(),
+            what: "connecting and initializing".into(),
+            timeout: config.connect_timeout,
+        })??;
+    Ok(Live {
+        peer: service.peer().clone(),
+        service: tokio::sync::Mutex::new(Some(service)),
+        log_path,
+        pid,
+    })
+}
+
+impl Session {
     pub fn name(&self) -> &str {
         &self.config.name
     }
 
-    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
-        self.service.peer()
+    /// The current connection's peer (a cheap handle; a restart gives a new one).
+    pub fn peer(&self) -> rmcp::Peer<RoleClient> {
+        self.live().peer.clone()
     }
 
     /// What the server said about itself in `initialize`.
     pub fn server_info(&self) -> Option<Arc<ServerPeerInfo>> {
-        self.service.peer_info()
+        self.live().peer.peer_info()
     }
 
     pub fn catalog(&self) -> Catalog {
@@ -364,7 +474,7 @@ impl Session {
         }
         let fetches = kinds.into_iter().map(|kind| async move {
             self.timed(format!("listing {kind:?}").to_lowercase(), async {
-                fetch_into(self.peer(), &self.catalog, kind).await
+                fetch_into(&self.peer(), &self.catalog, kind).await
             })
             .await
         });
@@ -379,12 +489,24 @@ impl Session {
         what: String,
         fut: impl Future<Output = Result<T, rmcp::ServiceError>>,
     ) -> Result<T, SessionError> {
+        let epoch = self.epoch.load(Ordering::SeqCst);
         match tokio::time::timeout(self.config.request_timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(err)) => Err(SessionError::Request {
                 server: self.config.name.clone(),
                 what,
-                message: describe_service_error(&err),
+                message: if self.epoch.load(Ordering::SeqCst) != epoch {
+                    "the server restarted while the request was in flight; try again".into()
+                } else if matches!(
+                    err,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                ) {
+                    "the server's connection closed (it exited or crashed); rkmcp restarts \
+                     servers that go down — try again shortly"
+                        .into()
+                } else {
+                    describe_service_error(&err)
+                },
             }),
             Err(_) => Err(SessionError::Timeout {
                 server: self.config.name.clone(),
@@ -474,7 +596,10 @@ impl Session {
     /// Closes the session; for stdio servers this runs the spec's shutdown sequence.
     pub async fn shutdown(self) {
         let name = self.config.name.clone();
-        let mut service = self.service;
+        let live = self.live();
+        let Some(mut service) = live.service.lock().await.take() else {
+            return;
+        };
         if let Err(err) = service.close_with_timeout(Duration::from_secs(10)).await {
             tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
         }
