@@ -12,8 +12,10 @@ pub mod approve_prompt;
 mod ask;
 mod chat;
 mod doctor;
+pub mod elicit_form;
 mod models;
 mod plugins;
+pub mod sampling_prompt;
 pub mod status;
 
 /// A mistake in how rkmcp was invoked (exit code 2).
