@@ -1,6 +1,11 @@
 //! Server health as data: how a check's outcome maps to a state, and when (and whether) a server
 //! that went down is restarted. Pure: no clocks, no I/O — the manager feeds outcomes in and does
 //! what the returned [`Action`] says, so the policy is tested here without servers or timers.
+//!
+//! Restart timing: the first restart after a crash is immediate (a server that was fine and
+//! crashed once should be back as fast as it can start); a restart that fails, or a server that
+//! goes down again before it passed a health check, waits 1 s, then 2 s, doubling to 60 s. The
+//! streak ends when a check finds the server healthy. `max_restarts` counts every restart.
 use std::time::Duration;
 
 /// How healthy a server looked at its last check.
@@ -102,9 +107,13 @@ impl HealthPolicy {
         }
     }
 
-    /// The wait before restart number `attempt` (1-based): 1 s, 2 s, 4 s, … capped at 60 s.
-    pub fn backoff(&self, attempt: u32) -> Duration {
-        let doublings = attempt.saturating_sub(1).min(31);
+    /// The wait before the `streak`-th restart in a row (1-based): none for the first, then
+    /// 1 s, 2 s, 4 s, … capped at 60 s.
+    pub fn backoff(&self, streak: u32) -> Duration {
+        if streak <= 1 {
+            return Duration::ZERO;
+        }
+        let doublings = (streak - 2).min(31);
         self.first_backoff
             .saturating_mul(1u32 << doublings)
             .min(self.max_backoff)
@@ -119,6 +128,8 @@ pub struct HealthState {
     pub last_error: Option<String>,
     /// Restarts so far (successful or not).
     pub restarts: u32,
+    /// Restarts since the server last passed a health check.
+    pub streak: u32,
     /// Whether the process can be restarted by rkmcp (stdio); HTTP servers are reconnected the
     /// same way, plugin transports too.
     pub restartable: bool,
@@ -131,6 +142,7 @@ impl HealthState {
             last_latency: None,
             last_error: None,
             restarts: 0,
+            streak: 0,
             restartable,
         }
     }
@@ -149,6 +161,9 @@ impl HealthState {
                 self.health = policy.classify(latency);
                 if self.health.is_up() {
                     self.last_error = None;
+                    if self.health == Health::Healthy {
+                        self.streak = 0;
+                    }
                     return (Action::Nothing, None);
                 }
                 format!(
@@ -196,8 +211,9 @@ impl HealthState {
             return Action::GiveUp;
         }
         self.restarts += 1;
+        self.streak += 1;
         Action::Restart {
-            after: policy.backoff(self.restarts),
+            after: policy.backoff(self.streak),
             attempt: self.restarts,
         }
     }
@@ -226,10 +242,10 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_from_one_second_to_a_minute() {
+    fn backoff_is_immediate_then_doubles_from_one_second_to_a_minute() {
         let p = HealthPolicy::default();
-        let waits: Vec<u64> = (1..=8).map(|a| p.backoff(a).as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60]);
+        let waits: Vec<u64> = (1..=9).map(|a| p.backoff(a).as_secs()).collect();
+        assert_eq!(waits, [0, 1, 2, 4, 8, 16, 32, 60, 60]);
         assert_eq!(p.backoff(u32::MAX), secs(60));
     }
 
@@ -244,7 +260,7 @@ mod tests {
         assert_eq!(
             action,
             Action::Restart {
-                after: secs(1),
+                after: secs(0),
                 attempt: 1
             }
         );
@@ -255,11 +271,11 @@ mod tests {
             })
         );
         assert_eq!(s.health, Health::Down);
-        // The restart did not come up: the next one waits twice as long, no second "down" notice.
+        // The restart did not come up: the next one waits, no second "down" notice.
         assert_eq!(
             s.restart_failed(&p, "initialize failed".into()),
             Action::Restart {
-                after: secs(2),
+                after: secs(1),
                 attempt: 2
             }
         );
@@ -268,17 +284,35 @@ mod tests {
             Transition::CameBack { restarts: 2 }
         );
         assert!(s.health.is_up());
+        // Down again before any check passed: still the same streak, so it waits longer.
         let (action, _) = s.record(&p, CheckOutcome::Closed("process exited".into()));
         assert_eq!(
             action,
             Action::Restart {
-                after: secs(4),
+                after: secs(2),
                 attempt: 3
             }
         );
         assert_eq!(s.restart_failed(&p, "again".into()), Action::GiveUp);
         assert_eq!(s.health, Health::GaveUp);
         assert_eq!(s.restarts, 3);
+    }
+
+    #[test]
+    fn a_healthy_check_ends_the_streak_so_the_next_crash_restarts_at_once() {
+        let p = HealthPolicy::default();
+        let mut s = HealthState::new(true);
+        s.record(&p, CheckOutcome::Closed("exited".into()));
+        s.restarted(Duration::from_millis(5));
+        s.record(&p, CheckOutcome::Answered(Duration::from_millis(5)));
+        let (action, _) = s.record(&p, CheckOutcome::Closed("exited".into()));
+        assert_eq!(
+            action,
+            Action::Restart {
+                after: Duration::ZERO,
+                attempt: 2
+            }
+        );
     }
 
     #[test]
