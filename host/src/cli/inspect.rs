@@ -409,6 +409,27 @@ pub async fn resources(ctx: &Context, cmd: ResourcesCommand) -> anyhow::Result<E
             }
             Ok(ExitCode::SUCCESS)
         }
+        ResourcesCommand::Watch {
+            uri,
+            server,
+            read,
+            count,
+        } => {
+            let manager = start(ctx, &config, server.as_deref()).await?;
+            let session = match &server {
+                Some(name) => manager
+                    .session(name)
+                    .cloned()
+                    .with_context(|| format!("server `{name}` is not running")),
+                None => pick_resource_server(&manager, &uri),
+            };
+            let result = match session {
+                Ok(session) => super::watch::watch(&session, &uri, read, count).await,
+                Err(e) => Err(e),
+            };
+            manager.shutdown().await;
+            result.map(|()| ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -147,6 +147,19 @@ pub enum ResourcesCommand {
         #[arg(long, short = 's')]
         server: Option<String>,
     },
+    /// Subscribe to a resource and print one JSON line per update until Ctrl-C.
+    Watch {
+        uri: String,
+        /// The server to ask (default: the one that lists the URI).
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// Also read the resource on each update and include its contents.
+        #[arg(long)]
+        read: bool,
+        /// Stop after this many updates.
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,4 +242,5 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
 }
 
 mod inspect;
+mod watch;
 pub mod output;

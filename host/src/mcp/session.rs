@@ -63,6 +63,8 @@ pub enum SessionEvent {
     },
     /// A list was re-fetched after the server said it changed.
     ListRefreshed { server: String, list: ListKind },
+    /// A resource the session subscribed to changed (`notifications/resources/updated`).
+    ResourceUpdated { server: String, uri: String },
     /// The server went down, came back after a restart, or was given up on.
     Health {
         server: String,
@@ -164,6 +166,17 @@ impl ClientHandler for SessionHandler {
         });
     }
 
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(SessionEvent::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -233,6 +246,8 @@ pub struct Session {
     epoch: AtomicU32,
     /// Health as the monitor last saw it (see [`super::health`]).
     health: Mutex<super::health::HealthState>,
+    /// Resources subscribed to, re-subscribed after a restart.
+    subscriptions: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Session {
@@ -263,6 +278,7 @@ impl Session {
             log_dir: log_dir.to_path_buf(),
             epoch: AtomicU32::new(0),
             health: Mutex::new(super::health::HealthState::new(restartable)),
+            subscriptions: Mutex::default(),
         };
         session.refresh_all().await?;
         Ok(Session {
@@ -299,7 +315,75 @@ impl Session {
             }
         });
         self.refresh_all().await?;
+        for uri in self.subscribed() {
+            if let Err(err) = self.send_subscribe(&uri, true).await {
+                tracing::warn!("after the restart: {err}");
+            }
+        }
         Ok(started.elapsed())
+    }
+
+    /// `resources/subscribe`: updates arrive as [`SessionEvent::ResourceUpdated`], also after a
+    /// restart (the subscription is renewed).
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
+        let subscribable = self
+            .server_info()
+            .and_then(|i| i.capabilities.resources.as_ref().and_then(|r| r.subscribe))
+            .unwrap_or(false);
+        if !subscribable {
+            return Err(SessionError::Request {
+                server: self.config.name.clone(),
+                what: format!("subscribing to `{uri}`"),
+                message: "the server does not offer resource subscriptions".into(),
+            });
+        }
+        self.send_subscribe(uri, true).await?;
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uri.to_string());
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`.
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uri);
+        self.send_subscribe(uri, false).await
+    }
+
+    /// The resources subscribed to.
+    pub fn subscribed(&self) -> Vec<String> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    #[allow(deprecated)] // legacy-only in rmcp: 2026-07-28 uses subscriptions/listen.
+    async fn send_subscribe(&self, uri: &str, on: bool) -> Result<(), SessionError> {
+        let peer = self.peer();
+        let what = format!(
+            "{} `{uri}`",
+            if on { "subscribing to" } else { "unsubscribing from" }
+        );
+        if on {
+            self.timed(
+                what,
+                peer.subscribe(rmcp::model::SubscribeRequestParams::new(uri.to_string())),
+            )
+            .await
+        } else {
+            self.timed(
+                what,
+                peer.unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri.to_string())),
+            )
+            .await
+        }
     }
 
     /// Whether the connection is gone (the process exited, the stream closed).
