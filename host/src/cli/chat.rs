@@ -16,7 +16,7 @@ use rkmcp_llm::{Message, Role};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::approve_prompt::TerminalPrompter;
+use super::approve_prompt::{TerminalPrompter, printable};
 use super::ask::{ChatArgs, ModelArgs, model_config};
 use super::inspect::{content_text, split_pair};
 use super::status::{self, dim};
@@ -173,6 +173,29 @@ async fn run_turn(engine: &mut ChatEngine, input: &str, json: bool) {
     }
 }
 
+/// `/subscribe URI`, `/unsubscribe URI`: updates are shown by [`Notifications`].
+async fn subscription(engine: &ChatEngine, on: bool, rest: &[&str]) -> anyhow::Result<Flow> {
+    let [uri] = rest else {
+        return Err(UsageError(format!(
+            "usage: /{}subscribe URI",
+            if on { "" } else { "un" }
+        ))
+        .into());
+    };
+    let session = super::inspect::pick_resource_server(engine.sessions(), uri)?;
+    if on {
+        session.subscribe_resource(uri).await?;
+        println!(
+            "{}",
+            dim(&format!("(subscribed to {uri} on `{}`)", session.name()))
+        );
+    } else {
+        session.unsubscribe_resource(uri).await?;
+        println!("{}", dim(&format!("(unsubscribed from {uri})")));
+    }
+    Ok(Flow::Continue)
+}
+
 fn default_history_path() -> PathBuf {
     let state = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
@@ -191,6 +214,8 @@ const HELP: &str = "\
 /servers                 the MCP servers and what they offer
 /resources               resources and resource templates
 /resource URI            put a resource into the conversation
+/subscribe URI           show a notice whenever the resource changes
+/unsubscribe URI         stop those notices
 /prompt NAME [k=v …]     put a server's prompt template into the conversation and answer it
 /plugins                 the WebAssembly plugins found and their status
 /clear                   forget the conversation (the transcript keeps it for /save)
@@ -203,6 +228,8 @@ const COMMANDS: &[&str] = &[
     "servers",
     "resources",
     "resource",
+    "subscribe",
+    "unsubscribe",
     "prompt",
     "plugins",
     "clear",
@@ -234,6 +261,7 @@ async fn slash(engine: &mut ChatEngine, config: &crate::config::Config, command:
             Ok(Flow::Continue)
         }
         "resource" => add_resource(engine, &rest).await,
+        "subscribe" | "unsubscribe" => subscription(engine, name == "subscribe", &rest).await,
         "prompt" => add_prompt(engine, &rest).await,
         "plugins" => show_plugins(config),
         "clear" => {
@@ -614,6 +642,10 @@ fn show_notification(
             ));
             multi.suspend(|| eprintln!("{line}"));
         }
+        SessionEvent::ResourceUpdated { server, uri } => {
+            let line = dim(&printable(&format!("[{server}: {uri} was updated]")));
+            multi.suspend(|| eprintln!("{line}"));
+        }
         SessionEvent::Health { server, transition } => {
             use crate::mcp::health::Transition;
             let line = match transition {
@@ -627,7 +659,7 @@ fn show_notification(
                     "[{server} stayed down after {restarts} restarts; rkmcp gave up on it (max_restarts)]"
                 ),
             };
-            let line = dim(&super::approve_prompt::printable(&line));
+            let line = dim(&printable(&line));
             multi.suspend(|| eprintln!("{line}"));
         }
     }

@@ -435,7 +435,7 @@ pub async fn resources(ctx: &Context, cmd: ResourcesCommand) -> anyhow::Result<E
 
 /// The server that lists `uri` (or has a template whose fixed prefix matches), else the only
 /// server that offers resources at all.
-fn pick_resource_server(
+pub(super) fn pick_resource_server(
     manager: &SessionManager,
     uri: &str,
 ) -> anyhow::Result<std::sync::Arc<crate::mcp::Session>> {
