@@ -23,7 +23,7 @@ pub mod template;
 pub mod text;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub use backend::{
     AbortHandle, Backend, BackendInfo, Capabilities, FinishReason, GenerateRequest, Generation,
