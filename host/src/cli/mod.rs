@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 pub mod approve_prompt;
 mod ask;
 mod chat;
+mod conformance;
 mod doctor;
 pub mod elicit_form;
 mod models;
@@ -90,6 +91,10 @@ pub enum Command {
     Models(models::ModelsCommand),
     /// Check backends, the RKLLM runtime, NPU devices, models, plugins and servers.
     Doctor(doctor::DoctorArgs),
+    /// The client the official MCP conformance suite drives (for CI; see
+    /// scripts/check.d/70-conformance.sh).
+    #[command(hide = true, name = "conformance-client")]
+    ConformanceClient(conformance::ConformanceArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,6 +243,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Ask(args) => ask::run(&ctx, args).await,
         Command::Models(cmd) => models::run(&ctx, cmd).await,
         Command::Doctor(args) => doctor::run(&ctx, args).await,
+        Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
     }
 }
 

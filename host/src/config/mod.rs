@@ -113,8 +113,93 @@ pub struct ServerConfig {
     pub deny: Vec<String>,
     /// The prefix put before this server's tool names (already expanded).
     pub prefix: String,
+    /// Which protocol version to speak.
+    pub protocol: Protocol,
+    /// The level asked for with `logging/setLevel` (one of [`LOG_LEVELS`]), where the
+    /// negotiated version has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
     /// The file this entry came from.
     pub source: PathBuf,
+}
+
+/// The MCP protocol versions rkmcp speaks, newest first (checked against rmcp's list in
+/// `mcp::negotiate`).
+pub const PROTOCOL_VERSIONS: &[&str] = &[
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+/// `logging/setLevel` levels (RFC 5424 names, as MCP spells them).
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// A server's `protocol` setting.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Try 2026-07-28 (`server/discover`), fall back to `initialize` and older versions.
+    #[default]
+    Auto,
+    /// Speak exactly this version (one of [`PROTOCOL_VERSIONS`]).
+    Version(String),
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Protocol::Auto => f.write_str("auto"),
+            Protocol::Version(v) => f.write_str(v),
+        }
+    }
+}
+
+impl serde::Serialize for Protocol {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+fn parse_protocol(text: &str) -> Result<Protocol, String> {
+    if text == "auto" {
+        return Ok(Protocol::Auto);
+    }
+    if PROTOCOL_VERSIONS.contains(&text) {
+        return Ok(Protocol::Version(text.to_string()));
+    }
+    let mut valid = vec!["auto"];
+    valid.extend_from_slice(PROTOCOL_VERSIONS);
+    let hint = nearest(text, &valid)
+        .map(|t| format!(" — did you mean `{t}`?"))
+        .unwrap_or_default();
+    Err(format!(
+        "`protocol = \"{text}\"` is not a protocol version rkmcp speaks{hint} (valid: {})",
+        valid.join(", ")
+    ))
+}
+
+fn parse_log_level(text: &str) -> Result<String, String> {
+    let lower = text.to_ascii_lowercase();
+    if LOG_LEVELS.contains(&lower.as_str()) {
+        return Ok(lower);
+    }
+    let hint = nearest(&lower, LOG_LEVELS)
+        .map(|t| format!(" — did you mean `{t}`?"))
+        .unwrap_or_default();
+    Err(format!(
+        "`log_level = \"{text}\"` is not a log level{hint} (valid: {})",
+        LOG_LEVELS.join(", ")
+    ))
 }
 
 mod duration_secs {
@@ -145,6 +230,10 @@ pub struct Config {
     /// `[sampling]` as written (see `chat::sampling::SamplingSettings`).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub sampling: toml::Table,
+    /// `[roots] paths`, made absolute from the config file's folder; empty means the current
+    /// directory. Checked when the roots are built (`mcp::Roots::resolve`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<PathBuf>,
 }
 
 impl Config {
@@ -375,6 +464,9 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
         merge_tables(&mut config.model, raw.model);
         merge_tables(&mut config.chat, raw.chat);
         merge_tables(&mut config.sampling, raw.sampling);
+        if let Some(roots) = raw.roots {
+            config.roots = roots.paths.iter().map(|p| base.join(p)).collect();
+        }
         let mut seen_here = Vec::new();
         for (index, server) in raw.servers.into_iter().enumerate() {
             let Some(name) = server.name.clone() else {
@@ -462,6 +554,16 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
                 .map_err(|e| err(format!("`health_interval`: {e}")))?,
             None => health_default,
         };
+        let protocol = match raw.protocol.as_deref() {
+            Some(text) => parse_protocol(text).map_err(&err)?,
+            None => Protocol::Auto,
+        };
+        let log_level = raw
+            .log_level
+            .as_deref()
+            .map(parse_log_level)
+            .transpose()
+            .map_err(&err)?;
         let prefix = raw
             .prefix
             .clone()
@@ -483,6 +585,8 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             allow: raw.allow.clone(),
             deny: raw.deny.clone(),
             prefix,
+            protocol,
+            log_level,
             source: path.clone(),
             name,
         });
@@ -571,6 +675,30 @@ prefix = ""
         assert_eq!(c.servers[1].transport, TransportKind::Http);
         assert_eq!(c.servers[1].request_timeout, Duration::from_secs(2));
         assert_eq!(c.servers[1].prefix, "");
+    }
+
+    #[test]
+    fn protocol_log_level_and_roots() {
+        let c = load(
+            "[roots]\npaths = [\"work\", \"/abs\"]\n[[servers]]\nname = \"a\"\ncommand = \"x\"\nprotocol = \"2025-06-18\"\nlog_level = \"Warning\"\n[[servers]]\nname = \"b\"\ncommand = \"x\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.servers[0].protocol,
+            Protocol::Version("2025-06-18".into())
+        );
+        assert_eq!(c.servers[0].log_level.as_deref(), Some("warning"));
+        assert_eq!(c.servers[1].protocol, Protocol::Auto);
+        assert_eq!(c.roots, [PathBuf::from("/cfg/work"), PathBuf::from("/abs")]);
+        let err = load("[[servers]]\nname = \"a\"\ncommand = \"x\"\nprotocol = \"2025-11-52\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("did you mean `2025-11-25`?"), "{err}");
+        assert!(err.contains("server `a`"), "{err}");
+        let err = load("[[servers]]\nname = \"a\"\ncommand = \"x\"\nlog_level = \"verbose\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a log level"), "{err}");
     }
 
     #[test]

@@ -27,6 +27,17 @@ pub struct RawConfig {
     /// `[sampling]`: servers' `sampling/createMessage` on the local model.
     #[serde(default)]
     pub sampling: Option<toml::Table>,
+    /// `[roots]`: the directories servers may work in.
+    #[serde(default)]
+    pub roots: Option<RawRoots>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRoots {
+    /// Directories (relative ones from the config file's folder); default: the current directory.
+    #[serde(default, deserialize_with = "super::subst::strings")]
+    pub paths: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -73,6 +84,12 @@ pub struct RawServer {
     pub deny: Vec<String>,
     #[serde(default, deserialize_with = "super::subst::opt_string")]
     pub prefix: Option<String>,
+    /// `"auto"` (default) or a protocol version to use.
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub protocol: Option<String>,
+    /// The level asked for with `logging/setLevel` after connecting.
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub log_level: Option<String>,
     /// Where the entry starts in its file (JSON forms only; TOML positions come from the parser).
     #[serde(skip)]
     pub line: Option<(usize, usize)>,

@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolResult, Tool};
 
+use super::client_requests::{ClientRequests, NonInteractive};
 use super::naming::{self, Collision, ServerTools, ToolFilter};
-use super::session::Session;
+use super::roots::Roots;
+use super::session::{Session, SessionError};
 use crate::config::{Config, ServerConfig};
 
 /// A server that could not be started, and why.
@@ -37,14 +39,28 @@ pub struct SessionManager {
     /// The health monitors (one per session), stopped at shutdown.
     monitors: Vec<tokio::task::JoinHandle<()>>,
     stop_monitors: tokio_util::sync::CancellationToken,
+    /// Answers the servers' sampling, elicitation and roots requests.
+    requests: Arc<dyn ClientRequests>,
     /// Time from the start of [`SessionManager::start`] until every server was up (or failed).
     pub startup: Duration,
 }
 
 impl SessionManager {
-    /// Starts every enabled server (or only `only`) concurrently. A server that fails is
-    /// recorded in [`SessionManager::failures`]; the others keep going.
+    /// Starts every enabled server (or only `only`) concurrently, answering server requests
+    /// with [`NonInteractive`] (sampling refused, elicitation declined, roots from the config).
+    /// A server that fails is recorded in [`SessionManager::failures`]; the others keep going.
     pub async fn start(config: &Config, only: Option<&str>) -> SessionManager {
+        let roots = config_roots(config);
+        Self::start_with(config, only, Arc::new(NonInteractive::new(roots, false))).await
+    }
+
+    /// [`SessionManager::start`] with the caller's answers to server requests (the chat's
+    /// terminal prompts, the conformance client, …).
+    pub async fn start_with(
+        config: &Config,
+        only: Option<&str>,
+        requests: Arc<dyn ClientRequests>,
+    ) -> SessionManager {
         let started = Instant::now();
         let servers: Vec<&ServerConfig> = config
             .enabled_servers()
@@ -71,12 +87,11 @@ impl SessionManager {
         } else {
             None
         };
-        let results = futures::future::join_all(
-            servers
-                .iter()
-                .map(|server| Session::connect(server, &log_dir, plugins.as_ref())),
-        )
-        .await;
+        let results =
+            futures::future::join_all(servers.iter().map(|server| {
+                Session::connect(server, &log_dir, plugins.as_ref(), requests.clone())
+            }))
+            .await;
         let mut sessions = Vec::new();
         let mut filters = BTreeMap::new();
         for (server, result) in servers.iter().zip(results) {
@@ -111,8 +126,24 @@ impl SessionManager {
             _plugins: plugins,
             monitors,
             stop_monitors,
+            requests,
             startup: started.elapsed(),
         }
+    }
+
+    /// What answers the servers' requests.
+    pub fn requests(&self) -> &Arc<dyn ClientRequests> {
+        &self.requests
+    }
+
+    /// Sends `notifications/roots/list_changed` to every live server whose version has it; the
+    /// errors of the servers that could not be told are returned (the others were told).
+    pub async fn notify_roots_changed(&self) -> Vec<SessionError> {
+        futures::future::join_all(self.sessions.iter().map(|s| s.notify_roots_changed()))
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect()
     }
 
     pub fn sessions(&self) -> &[Arc<Session>] {
@@ -225,6 +256,25 @@ impl SessionManager {
                 }
             });
         futures::future::join_all(sessions.map(Session::shutdown)).await;
+    }
+}
+
+/// The configured roots; a root that cannot be used is reported and left out (servers still
+/// start, with the roots that work).
+pub fn config_roots(config: &Config) -> Roots {
+    let base = std::env::current_dir().unwrap_or_default();
+    match Roots::resolve(&config.roots, &base) {
+        Ok(roots) => roots,
+        Err(err) => {
+            tracing::warn!("[roots]: {err}");
+            Roots::new(
+                config
+                    .roots
+                    .iter()
+                    .filter_map(|p| std::fs::canonicalize(p).ok())
+                    .filter(|p| p.is_dir()),
+            )
+        }
     }
 }
 

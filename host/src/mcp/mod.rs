@@ -1,14 +1,21 @@
 //! MCP sessions: one [`session::Session`] per server on rmcp, all of them held by the
 //! [`manager::SessionManager`], which also decides the tool names a model sees ([`naming`]).
+//! Version negotiation is [`negotiate`]; what servers ask of the client (sampling, elicitation,
+//! roots) is answered by a [`client_requests::ClientRequests`] the front end chooses.
 pub mod child;
+pub mod client_requests;
 pub mod elicitation;
 pub mod health;
 pub mod http;
 pub mod manager;
 pub mod monitor;
 pub mod naming;
+pub mod negotiate;
 pub mod plugin_transport;
+pub mod roots;
 pub mod session;
 
-pub use manager::{ExposedTool, SessionManager, StartFailure};
+pub use client_requests::{ClientRequests, NonInteractive};
+pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};
+pub use roots::Roots;
 pub use session::{Catalog, ListKind, Session, SessionError, SessionEvent};

@@ -4,24 +4,39 @@
 //! Logging notifications and `logging/setLevel` are deprecated by SEP-2577, but the servers people
 //! run today still use them, so this module uses them on purpose.
 #![allow(deprecated)]
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientRequest,
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Implementation,
-    InitializeRequestParams, LoggingLevel, LoggingMessageNotificationParam, NumberOrString,
-    PingRequest, ProgressNotificationParam, ProgressToken, Prompt, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, Resource, ResourceTemplate,
-    ServerPeerInfo, Tool,
+    CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
+    CreateMessageRequestParams, CreateMessageResult, CustomNotification, ElicitRequestParams,
+    ElicitResult, GetPromptRequestParams, GetPromptResult, Implementation, InitializeRequestParams,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, NumberOrString, PingRequest,
+    ProgressNotificationParam, ProgressToken, Prompt, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, RequestMetaObject, Resource, ResourceTemplate,
+    ResourceUpdatedNotificationParam, ServerPeerInfo, TaskStatusNotificationParams, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::service::{
+    ClientServiceExt, NotificationContext, RequestContext, RoleClient, RunningService,
+};
+use rmcp::transport::IntoTransport;
+use rmcp::{ClientHandler, ErrorData};
 use tokio::sync::broadcast;
 
+use super::client_requests::ClientRequests;
+use super::negotiate;
 use crate::config::{ServerConfig, TransportKind};
+
+/// How many `input_required` rounds one multi-round request (2026-07-28) may take before rkmcp
+/// gives up: enough for a form, a confirmation and a retry, not for a server looping forever.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+
+/// The shortest list lifetime honoured: a server answering `ttlMs: 0` is not re-listed in a
+/// busy loop (it still is on `list_changed`).
+const MIN_LIST_TTL: Duration = Duration::from_secs(1);
 
 /// Why a session could not be used. The message always names the server.
 #[derive(Debug, thiserror::Error)]
@@ -61,10 +76,21 @@ pub enum SessionEvent {
         server: String,
         params: ProgressNotificationParam,
     },
-    /// A list was re-fetched after the server said it changed.
+    /// A list was re-fetched after the server said it changed, or after its `ttlMs` ran out.
     ListRefreshed { server: String, list: ListKind },
-    /// A resource the session subscribed to changed (`notifications/resources/updated`).
+    /// `notifications/resources/updated` (a subscribed resource changed).
     ResourceUpdated { server: String, uri: String },
+    /// `notifications/tasks/status`.
+    TaskStatus {
+        server: String,
+        params: TaskStatusNotificationParams,
+    },
+    /// A notification rmcp has no type for (e.g. `notifications/elicitation/complete`).
+    Notification {
+        server: String,
+        method: String,
+        params: Option<serde_json::Value>,
+    },
     /// The server went down, came back after a restart, or was given up on.
     Health {
         server: String,
@@ -72,7 +98,7 @@ pub enum SessionEvent {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ListKind {
     Tools,
@@ -90,15 +116,21 @@ pub struct Catalog {
     pub prompts: Arc<Vec<Prompt>>,
     /// Bumped on every refresh, so callers can tell a changed list from an unchanged one.
     pub generation: u64,
+    /// When a list goes stale, for lists the server gave a `ttlMs` (2026-07-28, SEP-2549).
+    pub expires: HashMap<ListKind, Instant>,
 }
 
-/// rmcp's client handler for one session: records notifications and refreshes the catalog.
+/// rmcp's client handler for one session: records notifications, refreshes the catalog and
+/// hands the server's requests (sampling, elicitation, roots) to the [`ClientRequests`].
 #[derive(Clone)]
 struct SessionHandler {
     server: String,
     catalog: Arc<RwLock<Catalog>>,
     events: broadcast::Sender<SessionEvent>,
     request_timeout: Duration,
+    requests: Arc<dyn ClientRequests>,
+    /// The version offered in `initialize` (when that handshake is used).
+    initialize_version: ProtocolVersion,
 }
 
 impl SessionHandler {
@@ -111,11 +143,12 @@ impl SessionHandler {
             )
             .await;
             match result {
-                Ok(Ok(())) => {
+                Ok(Ok(ttl)) => {
                     let _ = handler.events.send(SessionEvent::ListRefreshed {
                         server: handler.server.clone(),
                         list: kind,
                     });
+                    handler.expire_later(kind, ttl, peer);
                 }
                 Ok(Err(err)) => {
                     tracing::warn!(server = %handler.server, "re-listing {kind:?} after list_changed failed: {err}")
@@ -126,17 +159,97 @@ impl SessionHandler {
             }
         });
     }
+
+    /// Re-lists `kind` when its `ttlMs` runs out, unless a newer fetch moved the expiry on.
+    fn expire_later(&self, kind: ListKind, ttl: Option<Duration>, peer: rmcp::Peer<RoleClient>) {
+        let Some(ttl) = ttl else { return };
+        let ttl = ttl.max(MIN_LIST_TTL);
+        let handler = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            if peer.is_transport_closed() {
+                return;
+            }
+            let due = handler
+                .catalog
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .expires
+                .get(&kind)
+                .is_some_and(|at| *at <= Instant::now());
+            if due {
+                handler.refresh_in_background(kind, peer);
+            }
+        });
+    }
 }
 
 impl ClientHandler for SessionHandler {
     fn get_info(&self) -> InitializeRequestParams {
-        // rmcp defaults to 2026-07-28, which has no `initialize` handshake; offer the newest
-        // version that has one, and let the server answer with the one it speaks.
+        // rmcp defaults to 2026-07-28, which has no `initialize` handshake; `initialize` offers
+        // the configured version or the newest one that has the handshake (see negotiate.rs).
         InitializeRequestParams::new(
-            ClientCapabilities::default(),
+            self.requests.capabilities(),
             Implementation::new("rkmcp", env!("CARGO_PKG_VERSION")),
         )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        .with_protocol_version(self.initialize_version.clone())
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.requests.create_message(&self.server, params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.requests.elicit(&self.server, params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(self.requests.roots()))
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(SessionEvent::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
+    }
+
+    async fn on_task_status(
+        &self,
+        params: TaskStatusNotificationParams,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(SessionEvent::TaskStatus {
+            server: self.server.clone(),
+            params,
+        });
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(SessionEvent::Notification {
+            server: self.server.clone(),
+            method: notification.method,
+            params: notification.params,
+        });
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -166,17 +279,6 @@ impl ClientHandler for SessionHandler {
         });
     }
 
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.events.send(SessionEvent::ResourceUpdated {
-            server: self.server.clone(),
-            uri: params.uri,
-        });
-    }
-
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -189,51 +291,75 @@ impl ClientHandler for SessionHandler {
     }
 }
 
-/// Fetches one list with full pagination and stores it in the catalog.
+/// Fetches one list with full pagination and stores it in the catalog. Returns how long the
+/// server said the list stays fresh (`ttlMs`), if it said.
 async fn fetch_into(
     peer: &rmcp::Peer<RoleClient>,
     catalog: &RwLock<Catalog>,
     kind: ListKind,
-) -> Result<(), rmcp::ServiceError> {
-    match kind {
+) -> Result<Option<Duration>, rmcp::ServiceError> {
+    let ttl = match kind {
         ListKind::Tools => {
-            let tools = Arc::new(peer.list_all_tools().await?);
-            update(catalog, |c| c.tools = tools);
+            let list = peer.list_all_tools_with_cache_hint().await?;
+            let tools = Arc::new(list.items);
+            update(catalog, kind, list.ttl_ms, |c| c.tools = tools);
+            list.ttl_ms
         }
         ListKind::Resources => {
-            let resources = Arc::new(peer.list_all_resources().await?);
-            update(catalog, |c| c.resources = resources);
+            let list = peer.list_all_resources_with_cache_hint().await?;
+            let resources = Arc::new(list.items);
+            update(catalog, kind, list.ttl_ms, |c| c.resources = resources);
+            list.ttl_ms
         }
         ListKind::ResourceTemplates => {
-            let templates = Arc::new(peer.list_all_resource_templates().await?);
-            update(catalog, |c| c.resource_templates = templates);
+            let list = peer.list_all_resource_templates_with_cache_hint().await?;
+            let templates = Arc::new(list.items);
+            update(catalog, kind, list.ttl_ms, |c| {
+                c.resource_templates = templates
+            });
+            list.ttl_ms
         }
         ListKind::Prompts => {
-            let prompts = Arc::new(peer.list_all_prompts().await?);
-            update(catalog, |c| c.prompts = prompts);
+            let list = peer.list_all_prompts_with_cache_hint().await?;
+            let prompts = Arc::new(list.items);
+            update(catalog, kind, list.ttl_ms, |c| c.prompts = prompts);
+            list.ttl_ms
         }
-    }
-    Ok(())
+    };
+    Ok(ttl.map(Duration::from_millis))
 }
 
-fn update(catalog: &RwLock<Catalog>, f: impl FnOnce(&mut Catalog)) {
+fn update(
+    catalog: &RwLock<Catalog>,
+    kind: ListKind,
+    ttl_ms: Option<u64>,
+    f: impl FnOnce(&mut Catalog),
+) {
     // A poisoned lock only means a panic elsewhere mid-update; the data is still a valid list.
     let mut guard = catalog.write().unwrap_or_else(|e| e.into_inner());
     f(&mut guard);
     guard.generation += 1;
+    match ttl_ms {
+        Some(ms) => {
+            let ttl = Duration::from_millis(ms).max(MIN_LIST_TTL);
+            guard.expires.insert(kind, Instant::now() + ttl);
+        }
+        None => {
+            guard.expires.remove(&kind);
+        }
+    }
 }
 
 /// One connection to the server: replaced as a whole when the server is restarted.
 struct Live {
-    peer: rmcp::Peer<RoleClient>,
-    /// Taken on shutdown (closing needs the owned service).
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, SessionHandler>>>,
+    service: RunningService<RoleClient, SessionHandler>,
     log_path: Option<PathBuf>,
     pid: Option<u32>,
 }
 
-/// A connected, initialized server. Its connection can be replaced ([`Session::restart`]) while
-/// the catalog, the event channel and every `Arc<Session>` held elsewhere stay the same.
+/// A connected server: initialized (up to 2025-11-25) or discovered (2026-07-28, stateless).
+/// Its connection can be replaced ([`Session::restart`]) while the catalog, the event channel
+/// and every `Arc<Session>` held elsewhere stay the same.
 pub struct Session {
     pub config: ServerConfig,
     live: RwLock<Arc<Live>>,
@@ -242,6 +368,8 @@ pub struct Session {
     /// How long connect + initialize + first listing took (the first time).
     pub startup: Duration,
     log_dir: PathBuf,
+    /// Answers the server's requests; kept for restarts.
+    requests: Arc<dyn ClientRequests>,
     /// Bumped by every restart: a request that fails after it changed failed because of it.
     epoch: AtomicU32,
     /// Health as the monitor last saw it (see [`super::health`]).
@@ -251,12 +379,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// Connects, initializes and fetches every list the server offers.
-    /// `plugins` is needed only for `transport = "plugin:<name>"` servers.
+    /// Connects, negotiates the protocol version, fetches every list the server offers and sets
+    /// the configured log level. `plugins` is needed only for `transport = "plugin:<name>"`
+    /// servers; `requests` answers what the server asks of the client.
     pub async fn connect(
         config: &ServerConfig,
         log_dir: &Path,
         plugins: Option<&rkmcp_plugin_host::PluginHost>,
+        requests: Arc<dyn ClientRequests>,
     ) -> Result<Session, SessionError> {
         let started = Instant::now();
         let (events, _) = broadcast::channel(256);
@@ -266,6 +396,8 @@ impl Session {
             catalog: catalog.clone(),
             events: events.clone(),
             request_timeout: config.request_timeout,
+            requests: requests.clone(),
+            initialize_version: negotiate::initialize_version(&config.protocol),
         };
         let live = open(config, log_dir, plugins, handler).await?;
         let restartable = !matches!(config.transport, TransportKind::Plugin(_));
@@ -276,11 +408,13 @@ impl Session {
             events,
             startup: Duration::ZERO,
             log_dir: log_dir.to_path_buf(),
+            requests,
             epoch: AtomicU32::new(0),
             health: Mutex::new(super::health::HealthState::new(restartable)),
             subscriptions: Mutex::default(),
         };
         session.refresh_all().await?;
+        session.apply_log_level().await;
         Ok(Session {
             startup: started.elapsed(),
             ..session
@@ -298,6 +432,8 @@ impl Session {
             catalog: self.catalog.clone(),
             events: self.events.clone(),
             request_timeout: self.config.request_timeout,
+            requests: self.requests.clone(),
+            initialize_version: negotiate::initialize_version(&self.config.protocol),
         };
         let live = Arc::new(open(&self.config, &self.log_dir, None, handler).await?);
         let old = std::mem::replace(
@@ -305,16 +441,12 @@ impl Session {
             live,
         );
         self.epoch.fetch_add(1, Ordering::SeqCst);
-        // Closing the old connection fails whatever still waits on it; not awaited by callers.
-        let name = self.config.name.clone();
-        tokio::spawn(async move {
-            if let Some(mut service) = old.service.lock().await.take()
-                && let Err(err) = service.close_with_timeout(Duration::from_secs(5)).await
-            {
-                tracing::debug!(server = %name, "closing the old connection: {err}");
-            }
-        });
+        // Closing the old connection (its transport, a stdio server's process) fails whatever
+        // still waits on it.
+        old.service.cancellation_token().cancel();
+        drop(old);
         self.refresh_all().await?;
+        self.apply_log_level().await;
         for uri in self.subscribed() {
             if let Err(err) = self.send_subscribe(&uri, true).await {
                 tracing::warn!("after the restart: {err}");
@@ -388,7 +520,7 @@ impl Session {
 
     /// Whether the connection is gone (the process exited, the stream closed).
     pub fn is_closed(&self) -> bool {
-        self.live().peer.is_transport_closed()
+        self.live().service.is_transport_closed()
     }
 
     /// Restarts so far.
@@ -427,105 +559,52 @@ impl Session {
     pub fn pid(&self) -> Option<u32> {
         self.live().pid
     }
-}
 
-/// Connects and initializes one connection.
-async fn open(
-    config: &ServerConfig,
-    log_dir: &Path,
-    plugins: Option<&rkmcp_plugin_host::PluginHost>,
-    handler: SessionHandler,
-) -> Result<Live, SessionError> {
-    let name = config.name.clone();
-    let start_err = |message: String| SessionError::Start {
-        server: name.clone(),
-        message,
-    };
-    let mut log_path = None;
-    let mut pid = None;
-    let connecting = async {
-        match &config.transport {
-            TransportKind::Stdio => {
-                let spawned = super::child::spawn(config, log_dir).map_err(|e| {
-                    start_err(format!(
-                        "cannot start `{}`: {e}{}",
-                        config.command.as_deref().unwrap_or_default(),
-                        if e.kind() == std::io::ErrorKind::NotFound {
-                            " (is it installed and on PATH?)"
-                        } else {
-                            ""
-                        }
-                    ))
-                })?;
-                log_path = Some(spawned.log_path.clone());
-                pid = spawned.pid;
-                let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
-                handler
-                    .clone()
-                    .serve(spawned.transport)
-                    .await
-                    .map_err(|e| start_err(format!("initialize failed: {e}{log_hint}")))
-            }
-            TransportKind::Http => {
-                let transport = super::http::streamable_http(config).map_err(&start_err)?;
-                handler
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(|e| start_err(format!("initialize failed: {e}")))
-            }
-            TransportKind::Sse => Err(SessionError::Unsupported {
-                server: name.clone(),
-                transport: "sse".into(),
-                hint: " (the legacy HTTP+SSE transport; most servers also speak streamable HTTP: try `transport = \"http\"` with their /mcp URL)".into(),
-            }),
-            TransportKind::Plugin(plugin) => {
-                let host = plugins.ok_or_else(|| {
-                    start_err("the plugin host is not available".into())
-                })?;
-                let transport = host.transport(plugin).map_err(|e| {
-                    start_err(format!("transport plugin `{plugin}`: {e}"))
-                })?;
-                let conn = transport
-                    .connect()
-                    .await
-                    .map_err(|e| start_err(e.to_string()))?;
-                handler
-                    .clone()
-                    .serve(super::plugin_transport::PluginTransport::new(conn, &name))
-                    .await
-                    .map_err(|e| start_err(format!("initialize failed: {e}")))
-            }
+    /// The protocol version in use.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.server_info().map(|i| i.protocol_version.clone())
+    }
+
+    /// True for the 2026-07-28 lifecycle: no `initialize`, no session id, each request carries
+    /// the version and client capabilities in `_meta`.
+    pub fn is_stateless(&self) -> bool {
+        self.protocol_version()
+            .is_some_and(|version| !version.has_initialize())
+    }
+
+    /// Sends `logging/setLevel` when the config asks for a level and the server has logging.
+    /// A refusal is logged, not fatal: the server works without it.
+    async fn apply_log_level(&self) {
+        let Some(level) = self.config.log_level.as_deref() else {
+            return;
+        };
+        let has_logging = self
+            .server_info()
+            .is_some_and(|info| info.capabilities.logging.is_some());
+        if !has_logging || self.is_stateless() {
+            tracing::info!(server = %self.name(), "log_level `{level}` not sent: the server's protocol version or capabilities have no logging/setLevel");
+            return;
         }
-    };
-    let service = tokio::time::timeout(config.connect_timeout, connecting)
-        .await
-        .map_err(|_| SessionError::Timeout {
-            server: name.clone(),
-            what: "connecting and initializing".into(),
-            timeout: config.connect_timeout,
-        })??;
-    Ok(Live {
-        peer: service.peer().clone(),
-        service: tokio::sync::Mutex::new(Some(service)),
-        log_path,
-        pid,
-    })
-}
+        let parsed: Result<LoggingLevel, _> =
+            serde_json::from_value(serde_json::Value::String(level.to_string()));
+        let Ok(level) = parsed else { return };
+        if let Err(err) = self.set_log_level(level).await {
+            tracing::warn!("{err}");
+        }
+    }
 
-impl Session {
     pub fn name(&self) -> &str {
         &self.config.name
     }
 
     /// The current connection's peer (a cheap handle; a restart gives a new one).
     pub fn peer(&self) -> rmcp::Peer<RoleClient> {
-        self.live().peer.clone()
+        self.live().service.peer().clone()
     }
 
     /// What the server said about itself in `initialize`.
     pub fn server_info(&self) -> Option<Arc<ServerPeerInfo>> {
-        self.live().peer.peer_info()
+        self.live().service.peer_info()
     }
 
     pub fn catalog(&self) -> Catalog {
@@ -557,13 +636,32 @@ impl Session {
             kinds.push(ListKind::Prompts);
         }
         let fetches = kinds.into_iter().map(|kind| async move {
-            self.timed(format!("listing {kind:?}").to_lowercase(), async {
-                fetch_into(&self.peer(), &self.catalog, kind).await
-            })
-            .await
+            let ttl = self
+                .timed(format!("listing {kind:?}").to_lowercase(), async {
+                    fetch_into(&self.peer(), &self.catalog, kind).await
+                })
+                .await?;
+            self.live()
+                .service
+                .service()
+                .expire_later(kind, ttl, self.peer());
+            Ok::<(), SessionError>(())
         });
         futures::future::try_join_all(fetches).await?;
         Ok(())
+    }
+
+    /// Tells the server the roots changed (`notifications/roots/list_changed`), where its
+    /// version has that notification (2026-07-28 removed it: servers ask for roots per request).
+    pub async fn notify_roots_changed(&self) -> Result<(), SessionError> {
+        if self.is_stateless() {
+            return Ok(());
+        }
+        self.timed(
+            "announcing changed roots".into(),
+            self.peer().notify_roots_list_changed(),
+        )
+        .await
     }
 
     /// Runs a request with this server's request timeout, naming it in errors. A timed-out
@@ -614,18 +712,26 @@ impl Session {
         params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
             NumberOrString::String(format!("rkmcp-{token}").into()),
         )));
+        // rmcp's RunningService drives 2026-07-28 multi-round calls: each `input_required`
+        // round's requests go to the handler (elicitation, sampling, roots) and the call is
+        // retried with `inputResponses` and the `requestState`.
+        let live = self.live();
         self.timed(
             format!("calling tool `{tool}`"),
-            self.peer().call_tool(params),
+            live.service
+                .call_tool_with_mrtr_max_rounds(params, MAX_INPUT_ROUNDS),
         )
         .await
     }
 
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
+        let live = self.live();
         self.timed(
             format!("reading resource `{uri}`"),
-            self.peer()
-                .read_resource(ReadResourceRequestParams::new(uri.to_string())),
+            live.service.read_resource_with_mrtr_max_rounds(
+                ReadResourceRequestParams::new(uri.to_string()),
+                MAX_INPUT_ROUNDS,
+            ),
         )
         .await
     }
@@ -637,9 +743,11 @@ impl Session {
     ) -> Result<GetPromptResult, SessionError> {
         let mut params = GetPromptRequestParams::new(name.to_string());
         params.arguments = arguments;
+        let live = self.live();
         self.timed(
             format!("getting prompt `{name}`"),
-            self.peer().get_prompt(params),
+            live.service
+                .get_prompt_with_mrtr_max_rounds(params, MAX_INPUT_ROUNDS),
         )
         .await
     }
@@ -680,14 +788,124 @@ impl Session {
     /// Closes the session; for stdio servers this runs the spec's shutdown sequence.
     pub async fn shutdown(self) {
         let name = self.config.name.clone();
-        let live = self.live();
-        let Some(mut service) = live.service.lock().await.take() else {
-            return;
-        };
-        if let Err(err) = service.close_with_timeout(Duration::from_secs(10)).await {
-            tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
+        let live = self.live.into_inner().unwrap_or_else(|e| e.into_inner());
+        match Arc::try_unwrap(live) {
+            Ok(mut live) => {
+                if let Err(err) = live.service.close_with_timeout(Duration::from_secs(10)).await {
+                    tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
+                }
+            }
+            // A request still holds the connection: cancelling closes the transport all the same.
+            Err(live) => live.service.cancellation_token().cancel(),
         }
     }
+}
+
+/// Connects and negotiates one connection.
+async fn open(
+    config: &ServerConfig,
+    log_dir: &Path,
+    plugins: Option<&rkmcp_plugin_host::PluginHost>,
+    handler: SessionHandler,
+) -> Result<Live, SessionError> {
+    let name = config.name.clone();
+    let start_err = |message: String| SessionError::Start {
+        server: name.clone(),
+        message,
+    };
+    let mut log_path = None;
+    let mut pid = None;
+    let connecting = async {
+        match &config.transport {
+            TransportKind::Stdio => {
+                let spawned = super::child::spawn(config, log_dir).map_err(|e| {
+                    start_err(format!(
+                        "cannot start `{}`: {e}{}",
+                        config.command.as_deref().unwrap_or_default(),
+                        if e.kind() == std::io::ErrorKind::NotFound {
+                            " (is it installed and on PATH?)"
+                        } else {
+                            ""
+                        }
+                    ))
+                })?;
+                log_path = Some(spawned.log_path.clone());
+                pid = spawned.pid;
+                let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
+                start_service(handler.clone(), spawned.transport, config)
+                    .await
+                    .map_err(|e| start_err(format!("{e}{log_hint}")))
+            }
+            TransportKind::Http => {
+                let transport = super::http::streamable_http(config).map_err(&start_err)?;
+                start_service(handler.clone(), transport, config)
+                    .await
+                    .map_err(&start_err)
+            }
+            TransportKind::Sse => Err(SessionError::Unsupported {
+                server: name.clone(),
+                transport: "sse".into(),
+                hint: " (the legacy HTTP+SSE transport; most servers also speak streamable HTTP: try `transport = \"http\"` with their /mcp URL)".into(),
+            }),
+            TransportKind::Plugin(plugin) => {
+                let host = plugins.ok_or_else(|| {
+                    start_err("the plugin host is not available".into())
+                })?;
+                let transport = host.transport(plugin).map_err(|e| {
+                    start_err(format!("transport plugin `{plugin}`: {e}"))
+                })?;
+                let conn = transport
+                    .connect()
+                    .await
+                    .map_err(|e| start_err(e.to_string()))?;
+                start_service(
+                    handler.clone(),
+                    super::plugin_transport::PluginTransport::new(conn, &name),
+                    config,
+                )
+                .await
+                .map_err(&start_err)
+            }
+        }
+    };
+    let service = tokio::time::timeout(config.connect_timeout, connecting)
+        .await
+        .map_err(|_| SessionError::Timeout {
+            server: name.clone(),
+            what: "connecting and initializing".into(),
+            timeout: config.connect_timeout,
+        })??;
+    Ok(Live {
+        service,
+        log_path,
+        pid,
+    })
+}
+
+/// Starts rmcp's service on `transport` with the lifecycle the config asks for, then checks the
+/// version the server settled on.
+async fn start_service<T, E, A>(
+    handler: SessionHandler,
+    transport: T,
+    config: &ServerConfig,
+) -> Result<RunningService<RoleClient, SessionHandler>, String>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = handler
+        .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
+        .await
+        .map_err(|e| negotiate::describe(&e))?;
+    let negotiated = service.peer_info().map(|i| i.protocol_version.clone());
+    if let Some(version) = negotiated
+        && let Err(err) = negotiate::check_negotiated(&config.protocol, &version)
+    {
+        // Close the connection (and a stdio server) before reporting.
+        let _ = service.cancel().await;
+        return Err(err.to_string());
+    }
+    Ok(service)
 }
 
 /// rmcp's error text for an MCP error is its Debug form; show code and message instead.

