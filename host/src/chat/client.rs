@@ -18,7 +18,7 @@ use rmcp::model::{
 use serde_json::Value;
 
 use super::sampling::Sampler;
-use crate::mcp::client_requests::{ClientRequests, NonInteractive, USER_REJECTED};
+use crate::mcp::client_requests::{ClientRequests, NonInteractive};
 use crate::mcp::elicitation::{Form, FormOutcome};
 
 /// Asks a person for a form or a visit to a URL. Blocking (terminal prompts): called on a
@@ -81,13 +81,8 @@ impl ClientRequests for LocalClient {
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ErrorData> {
         let Some(sampler) = self.sampler.get() else {
-            return Err(ErrorData::new(
-                USER_REJECTED,
-                format!(
-                    "sampling request from server `{server}` refused: the local model is not loaded yet"
-                ),
-                None,
-            ));
+            // No model in this command (`tools call`), or not loaded yet.
+            return self.fallback.create_message(server, params).await;
         };
         let _turn = self.asking.lock().await;
         sampler.create_message(server, &params).await.map_err(|e| {

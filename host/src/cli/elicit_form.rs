@@ -18,6 +18,19 @@ use serde_json::{Map, Value};
 use super::approve_prompt::{printable, printable_lines};
 use crate::mcp::elicitation::{Field, FieldKind, Form, FormOutcome};
 
+/// The terminal as a [`FormAsker`].
+pub struct TerminalForms;
+
+impl crate::chat::client::FormAsker for TerminalForms {
+    fn fill(&self, server: &str, form: &Form) -> FormOutcome {
+        fill(server, form)
+    }
+
+    fn open_url(&self, server: &str, message: &str, url: &str) -> FormOutcome {
+        open_url(server, message, url)
+    }
+}
+
 /// Asks for `form` from `server`. Blocking: run it on a blocking thread.
 pub fn fill(server: &str, form: &Form) -> FormOutcome {
     let mut err = std::io::stderr();

@@ -1,4 +1,5 @@
 //! The inspection commands: `config`, `servers`, `tools`, `resources`, `prompts`.
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -44,7 +45,15 @@ async fn start(
     if config.servers.is_empty() {
         return Err(UsageError(no_servers_hint(config)).into());
     }
-    let manager = SessionManager::start(config, only).await;
+    // Forms are asked at the terminal when there is one; these commands run no model, so
+    // sampling is refused with a message saying how to allow it.
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let forms = terminal.then(|| {
+        std::sync::Arc::new(super::elicit_form::TerminalForms)
+            as std::sync::Arc<dyn crate::chat::client::FormAsker>
+    });
+    let client = crate::chat::start::local_client(config, forms, ctx.global.accept_defaults);
+    let manager = SessionManager::start_with(config, only, client).await;
     if !ctx.global.json {
         for failure in manager.failures() {
             output::warn(&failure.error);

@@ -60,6 +60,10 @@ pub struct GlobalArgs {
     /// Write logs to this file instead of stderr.
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// When nobody is at a terminal, accept a server's elicitation form with its defaults (if
+    /// every required field has one) instead of declining it.
+    #[arg(long, global = true)]
+    pub accept_defaults: bool,
 }
 
 #[derive(Debug, Subcommand)]
