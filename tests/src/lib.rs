@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod plugin_support;
 pub mod scripted_backend;
 
 /// The answer text a chat turn showed the user (its `Text` events, joined).

@@ -1,6 +1,6 @@
 //! A detector plugin that is a thin adapter over `rkmcp-tool-formats`: the same detector source
 //! the host compiles natively, so the plugin and the built-in detector cannot drift apart
-//! (`tests/plugin_detector_native_equals_component.rs` checks it on the shared corpus).
+//! (`tests/integration/plugin_detector_native_equals_component.rs` checks it on the shared corpus).
 //!
 //! `start-session("")` detects `[TOOL_CALL]{"name":…,"arguments":{…}}[END_TOOL_CALL]`;
 //! `"tool-call-xml"` detects `<tool_call name="…"><argument name="…">v</argument></tool_call>`.

@@ -2,7 +2,7 @@
 //! (edge cases, and the tool lists of real MCP servers) and tool results (text, errors, images,
 //! audio, embedded resources, links, structured content, a result far over the limit). The
 //! schema-converter plugin is checked against the same corpus in
-//! `tests/plugin_default_plugins.rs` (component output = native output).
+//! `tests/integration/plugin_default_plugins.rs` (component output = native output).
 use std::path::PathBuf;
 
 use rkmcp_tool_formats::convert::{

@@ -1,6 +1,5 @@
-//! Helpers for the plugin host tests: find the components built by `scripts/build-plugins`,
+//! Helpers for the plugin tests: find the components built by `scripts/build-plugins`,
 //! lay out a plugin folder and write a `[plugins]` config for it.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
@@ -95,7 +94,7 @@ impl Fixture {
         chat_toml: &str,
         backend: rkmcp_llm::SharedBackend,
     ) -> rkmcp::chat::ChatEngine {
-        use rkmcp_tests::{load_config, stdio_entry, toml_str};
+        use crate::{load_config, stdio_entry, toml_str};
         let toml = format!(
             "{}\n[plugins]\ndirs = [{}]\ndefault_dir = false\ncache_dir = {}\n{grants_toml}\n\n[chat]\n{chat_toml}\n",
             stdio_entry("fx", server_exe, &[], "allow = [\"echo\"]"),

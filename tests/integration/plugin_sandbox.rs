@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use rkmcp_plugin_host::{DetectorEvent, FaultCause, PluginError, PluginHost};
 
-#[path = "plugin_support/mod.rs"]
-mod support;
+use rkmcp_tests::plugin_support as support;
 use support::Fixture;
 
 fn fixture() -> Fixture {

@@ -11,8 +11,7 @@ use rkmcp_plugin_host::{
     PluginStatus, ProposedCall, ToolAnnotations, ToolCall,
 };
 
-#[path = "plugin_support/mod.rs"]
-mod support;
+use rkmcp_tests::plugin_support as support;
 use support::Fixture;
 
 fn all_plugins() -> Fixture {

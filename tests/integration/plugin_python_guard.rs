@@ -3,8 +3,7 @@
 use rkmcp_plugin_host::{ApprovalGuard, Decision, PluginHost, ProposedCall, ToolAnnotations};
 use serde_json::json;
 
-#[path = "plugin_support/mod.rs"]
-mod support;
+use rkmcp_tests::plugin_support as support;
 use support::Fixture;
 
 const PLUGIN: &str = "guard-python";

@@ -10,8 +10,7 @@ use rkmcp_llm::{Message, Role};
 use rkmcp_tests::scripted_backend::scripted;
 use rkmcp_tests::*;
 
-#[path = "plugin_support/mod.rs"]
-mod support;
+use rkmcp_tests::plugin_support as support;
 use support::Fixture;
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_rkmcp-fixture-server");

@@ -11,8 +11,7 @@ use rkmcp_tool_formats::convert::{
 };
 use serde_json::{Value, json};
 
-#[path = "plugin_support/mod.rs"]
-mod support;
+use rkmcp_tests::plugin_support as support;
 use support::Fixture;
 
 const GUARD: &str = "approval-guard-default";

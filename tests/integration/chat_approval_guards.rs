@@ -9,8 +9,7 @@ use rkmcp::chat::approval::{
 use rmcp::model::ToolAnnotations;
 use serde_json::{Value, json};
 
-#[path = "plugin_support/mod.rs"]
-mod support;
+use rkmcp_tests::plugin_support as support;
 use support::Fixture;
 
 const GUARD: &str = "approval-guard-default";

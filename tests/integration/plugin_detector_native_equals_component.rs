@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use rkmcp_plugin_host::{DetectorEvent, PluginError, PluginHost};
 use rkmcp_tool_formats::ToolFormat;
 
-#[path = "plugin_support/mod.rs"]
-mod support;
+use rkmcp_tests::plugin_support as support;
 use support::Fixture;
 
 const PLUGIN: &str = "detector-tool-call";

@@ -10,8 +10,7 @@ use std::time::Duration;
 use rkmcp_plugin_host::{ConnectionError, PluginConnection, PluginHost};
 use serde_json::{Value, json};
 
-#[path = "plugin_support/mod.rs"]
-mod support;
+use rkmcp_tests::plugin_support as support;
 use support::Fixture;
 
 const PLUGIN: &str = "transport-websocket";

@@ -1,0 +1,23 @@
+//! The integration tests: one binary, a module per area (as ripgrep does), so wasmtime, llama.cpp
+//! and rkmcp are linked once instead of once per test file. Filter by area with
+//! `cargo test --release -p rkmcp-tests --test integration -- plugin_sandbox::`.
+//!
+//! Areas follow the data flow: MCP sessions against real servers, plugins in the real host, the
+//! chat loop, the CLI.
+mod mcp_real_servers;
+mod mcp_session_behaviour;
+
+mod plugin_default_plugins;
+mod plugin_detector_native_equals_component;
+mod plugin_host;
+mod plugin_python_guard;
+mod plugin_sandbox;
+mod plugin_transport_websocket;
+
+mod chat_approval_guards;
+mod chat_converter_plugins;
+mod chat_detector_plugins;
+mod chat_loop_transcripts;
+mod chat_real_model;
+
+mod cli_config_errors;
