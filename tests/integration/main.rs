@@ -6,6 +6,10 @@
 //! chat loop, the CLI.
 mod mcp_real_servers;
 mod mcp_session_behaviour;
+// Server health and restart, elicitation forms, sampling on the local model.
+mod elicitation;
+mod health;
+mod sampling;
 
 mod plugin_default_plugins;
 mod plugin_detector_native_equals_component;
