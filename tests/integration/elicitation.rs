@@ -152,7 +152,11 @@ fn server_everything_elicitation_is_answered_at_the_terminal() {
     answer(&mut p, "Answer it?", &[ENTER]);
     answer(&mut p, "String with date format", &[ENTER]);
     answer(&mut p, "Boolean", &["y", ENTER]);
-    answer(&mut p, "String with email format", &["ada@example.org", ENTER]);
+    answer(
+        &mut p,
+        "String with email format",
+        &["ada@example.org", ENTER],
+    );
     answer(&mut p, "String with default", &[ENTER]);
     answer(&mut p, "String with uri format", &[ENTER]);
     answer(&mut p, "Integer", &[ENTER]);
@@ -182,7 +186,11 @@ fn without_a_terminal_a_form_is_declined_with_a_notice_or_accepted_with_defaults
         &["--config", &config, "tools", "call", "client/register"],
     );
     assert_eq!(tool_json(&stdout(&out))["action"], "decline");
-    assert!(stderr(&out).contains("--accept-defaults"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--accept-defaults"),
+        "{}",
+        stderr(&out)
+    );
     let out = run_rkmcp(
         home.path(),
         &[

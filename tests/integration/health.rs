@@ -25,7 +25,10 @@ fn args(v: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Valu
 }
 
 /// Waits for the next health transition of the session.
-async fn next_transition(events: &mut broadcast::Receiver<SessionEvent>, within: Duration) -> Transition {
+async fn next_transition(
+    events: &mut broadcast::Receiver<SessionEvent>,
+    within: Duration,
+) -> Transition {
     tokio::time::timeout(within, async {
         loop {
             match events.recv().await {

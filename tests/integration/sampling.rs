@@ -37,7 +37,9 @@ async fn model() -> SharedBackend {
         ..ModelConfig::default()
     };
     m.sampling.temperature = 0.0;
-    SharedBackend::open(m).await.expect("the default model is installed by scripts/setup")
+    SharedBackend::open(m)
+        .await
+        .expect("the default model is installed by scripts/setup")
 }
 
 /// Starts the server with a sampler on the real model; `approver` plays the person.
@@ -86,8 +88,17 @@ async fn an_auto_approved_request_runs_on_the_local_model_within_its_limits() {
     let result: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(result["role"], "assistant", "{result}");
     assert_eq!(result["content"]["type"], "text");
-    assert!(!result["content"]["text"].as_str().unwrap().trim().is_empty());
-    assert!(result["model"].as_str().unwrap().contains("SmolLM2"), "{result}");
+    assert!(
+        !result["content"]["text"]
+            .as_str()
+            .unwrap()
+            .trim()
+            .is_empty()
+    );
+    assert!(
+        result["model"].as_str().unwrap().contains("SmolLM2"),
+        "{result}"
+    );
     // The server asked for 24 tokens, the config caps at 16.
     assert!(
         ["endTurn", "maxTokens", "stopSequence"].contains(&result["stopReason"].as_str().unwrap()),
@@ -141,7 +152,11 @@ async fn with_nobody_to_ask_a_request_is_denied_saying_how_to_allow_it() {
         json!({"text_to_summarize": "x"}),
     )
     .await;
-    assert!(text.contains("auto_approve = [\\\"client\\\"]") || text.contains("auto_approve = [\"client\"]"), "{text}");
+    assert!(
+        text.contains("auto_approve = [\\\"client\\\"]")
+            || text.contains("auto_approve = [\"client\"]"),
+        "{text}"
+    );
     assert!(text.contains("nobody is here to approve it"), "{text}");
     manager.shutdown().await;
 }
@@ -186,13 +201,24 @@ async fn in_chat_the_request_and_then_the_answer_are_approved() {
         seen: Mutex::default(),
     });
     let manager = start(&config, backend.clone(), Some(person.clone())).await;
-    let text = call(&manager, "client__summarize", json!({"text_to_summarize": "a b c"})).await;
-    assert!(text.contains("the user declined the generated answer"), "{text}");
+    let text = call(
+        &manager,
+        "client__summarize",
+        json!({"text_to_summarize": "a b c"}),
+    )
+    .await;
+    assert!(
+        text.contains("the user declined the generated answer"),
+        "{text}"
+    );
     let seen = person.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(seen[0].starts_with("request from client max 8"), "{seen:?}");
     // includeContext "thisServer": the server's tools are added to its system prompt.
-    assert!(seen[0].contains("You write very short summaries."), "{seen:?}");
+    assert!(
+        seen[0].contains("You write very short summaries."),
+        "{seen:?}"
+    );
     assert!(seen[0].contains("tool summarize"), "{seen:?}");
     assert!(seen[1].starts_with("answer for client"), "{seen:?}");
     manager.shutdown().await;
@@ -204,7 +230,12 @@ async fn in_chat_the_request_and_then_the_answer_are_approved() {
         seen: Mutex::default(),
     });
     let manager = start(&config, backend, Some(person.clone())).await;
-    let text = call(&manager, "client__summarize", json!({"text_to_summarize": "a"})).await;
+    let text = call(
+        &manager,
+        "client__summarize",
+        json!({"text_to_summarize": "a"}),
+    )
+    .await;
     assert!(text.contains("the user declined it"), "{text}");
     assert_eq!(person.seen.lock().unwrap().len(), 1);
     manager.shutdown().await;

@@ -85,12 +85,8 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
             None
         } else {
             Some(
-                SessionManager::start_with(
-                    config,
-                    options.only_server.as_deref(),
-                    client.clone(),
-                )
-                .await,
+                SessionManager::start_with(config, options.only_server.as_deref(), client.clone())
+                    .await,
             )
         }
     };

@@ -83,7 +83,8 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
             only_server: args.chat.server.clone(),
             no_tools: args.chat.no_tools,
             forms: terminal.then(|| {
-                Arc::new(super::elicit_form::TerminalForms) as Arc<dyn crate::chat::client::FormAsker>
+                Arc::new(super::elicit_form::TerminalForms)
+                    as Arc<dyn crate::chat::client::FormAsker>
             }),
             sampling_approver: terminal.then(|| {
                 Arc::new(super::sampling_prompt::TerminalSamplingApprover)

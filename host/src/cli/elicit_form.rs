@@ -40,12 +40,9 @@ pub fn fill(server: &str, form: &Form) -> FormOutcome {
         printable(server),
         printable_lines(&form.message)
     );
-    let start = inquire::Select::new(
-        "Answer it?",
-        vec!["fill in the form", "decline", "cancel"],
-    )
-    .with_help_message("Esc at any question cancels")
-    .prompt_skippable();
+    let start = inquire::Select::new("Answer it?", vec!["fill in the form", "decline", "cancel"])
+        .with_help_message("Esc at any question cancels")
+        .prompt_skippable();
     match start {
         Ok(Some("fill in the form")) => {}
         Ok(Some("decline")) => return FormOutcome::Decline,
@@ -87,7 +84,12 @@ pub fn open_url(server: &str, message: &str, url: &str) -> FormOutcome {
     );
     let choice = inquire::Select::new(
         "Go there?",
-        vec!["open it in the browser", "I'll open it myself", "decline", "cancel"],
+        vec![
+            "open it in the browser",
+            "I'll open it myself",
+            "decline",
+            "cancel",
+        ],
     )
     .prompt_skippable();
     match choice {
@@ -165,7 +167,8 @@ fn ask(field: &Field) -> Result<Option<Value>, ()> {
                 .and_then(Value::as_str)
                 .and_then(|d| options.iter().position(|(v, _)| v == d))
                 .unwrap_or(0);
-            let mut select = inquire::Select::new(&label, labels.clone()).with_starting_cursor(start);
+            let mut select =
+                inquire::Select::new(&label, labels.clone()).with_starting_cursor(start);
             if let Some(h) = &help {
                 select = select.with_help_message(h);
             }
@@ -194,18 +197,20 @@ fn ask(field: &Field) -> Result<Option<Value>, ()> {
             let check_values = values.clone();
             let mut multi = inquire::MultiSelect::new(&label, labels.clone())
                 .with_default(&defaults)
-                .with_validator(move |chosen: &[inquire::list_option::ListOption<&String>]| {
-                    let picked = Value::Array(
-                        chosen
-                            .iter()
-                            .map(|o| Value::String(check_values[o.index].clone()))
-                            .collect(),
-                    );
-                    Ok(match checked.check(&picked) {
-                        Ok(()) => Validation::Valid,
-                        Err(e) => Validation::Invalid(e.into()),
-                    })
-                });
+                .with_validator(
+                    move |chosen: &[inquire::list_option::ListOption<&String>]| {
+                        let picked = Value::Array(
+                            chosen
+                                .iter()
+                                .map(|o| Value::String(check_values[o.index].clone()))
+                                .collect(),
+                        );
+                        Ok(match checked.check(&picked) {
+                            Ok(()) => Validation::Valid,
+                            Err(e) => Validation::Invalid(e.into()),
+                        })
+                    },
+                );
             if let Some(h) = &help {
                 multi = multi.with_help_message(h);
             }

@@ -252,5 +252,5 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
 }
 
 mod inspect;
-mod watch;
 pub mod output;
+mod watch;

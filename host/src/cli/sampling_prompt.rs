@@ -54,7 +54,11 @@ impl SamplingApprover for TerminalSamplingApprover {
 
 fn cut(text: &str) -> String {
     match text.char_indices().nth(MAX_SHOWN_CHARS) {
-        Some((i, _)) => format!("{}… [{} more characters]", &text[..i], text[i..].chars().count()),
+        Some((i, _)) => format!(
+            "{}… [{} more characters]",
+            &text[..i],
+            text[i..].chars().count()
+        ),
         None => text.to_string(),
     }
 }

@@ -33,13 +33,21 @@ pub struct Field {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldKind {
-    Text { format: Option<String> },
-    Number { integer: bool },
+    Text {
+        format: Option<String>,
+    },
+    Number {
+        integer: bool,
+    },
     Boolean,
     /// One of `options` (value, label).
-    Select { options: Vec<(String, String)> },
+    Select {
+        options: Vec<(String, String)>,
+    },
     /// Any of `options`.
-    MultiSelect { options: Vec<(String, String)> },
+    MultiSelect {
+        options: Vec<(String, String)>,
+    },
 }
 
 /// The user's answer to a whole form.
@@ -223,7 +231,10 @@ fn field(name: &str, prop: &Value, required: bool) -> Result<Field, FormError> {
         (None, Some("array")) => {
             let items = prop.get("items").unwrap_or(&Value::Null);
             let options = if let Some(values) = items.get("enum").and_then(Value::as_array) {
-                strings(values).into_iter().map(|v| (v.clone(), v)).collect()
+                strings(values)
+                    .into_iter()
+                    .map(|v| (v.clone(), v))
+                    .collect()
             } else if let Some(any_of) = items
                 .get("anyOf")
                 .or_else(|| items.get("oneOf"))
@@ -338,7 +349,10 @@ mod tests {
             field(&form, "email").description.as_deref(),
             Some("Where to write")
         );
-        assert_eq!(field(&form, "age").kind, FieldKind::Number { integer: true });
+        assert_eq!(
+            field(&form, "age").kind,
+            FieldKind::Number { integer: true }
+        );
         assert_eq!(field(&form, "subscribe").kind, FieldKind::Boolean);
         assert_eq!(
             field(&form, "size").kind,
@@ -365,12 +379,20 @@ mod tests {
     fn answers_are_parsed_and_checked_against_formats_and_bounds() {
         let form = form();
         let f = |n| field(&form, n);
-        assert_eq!(f("email").parse("ada@example.org"), Ok(Some(json!("ada@example.org"))));
+        assert_eq!(
+            f("email").parse("ada@example.org"),
+            Ok(Some(json!("ada@example.org")))
+        );
         assert!(f("email").parse("not an email").is_err());
         assert!(f("site").parse("no scheme here").is_err());
         assert_eq!(f("born").parse("1815-12-10"), Ok(Some(json!("1815-12-10"))));
         assert!(f("born").parse("10/12/1815").is_err());
-        assert!(f("meeting").parse("2026-11-24T05:00:00Z").unwrap().is_some());
+        assert!(
+            f("meeting")
+                .parse("2026-11-24T05:00:00Z")
+                .unwrap()
+                .is_some()
+        );
         assert!(f("meeting").parse("tomorrow").is_err());
         assert_eq!(f("age").parse("36"), Ok(Some(json!(36))));
         assert!(f("age").parse("200").unwrap_err().contains("150"));

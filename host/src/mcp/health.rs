@@ -82,7 +82,10 @@ pub enum CheckOutcome {
 pub enum Action {
     Nothing,
     /// Restart the server after waiting this long; `attempt` counts from 1.
-    Restart { after: Duration, attempt: u32 },
+    Restart {
+        after: Duration,
+        attempt: u32,
+    },
     /// Stop trying: `max_restarts` restarts were used up.
     GiveUp,
 }

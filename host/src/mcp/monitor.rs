@@ -95,7 +95,8 @@ async fn recover(session: &Session, policy: &HealthPolicy, mut action: Action) -
                     }
                     Err(err) => {
                         tracing::warn!(server = %session.name(), "restart {attempt} failed: {err}");
-                        action = session.update_health(|h| h.restart_failed(policy, err.to_string()));
+                        action =
+                            session.update_health(|h| h.restart_failed(policy, err.to_string()));
                     }
                 }
             }

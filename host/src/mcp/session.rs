@@ -501,7 +501,11 @@ impl Session {
         let peer = self.peer();
         let what = format!(
             "{} `{uri}`",
-            if on { "subscribing to" } else { "unsubscribing from" }
+            if on {
+                "subscribing to"
+            } else {
+                "unsubscribing from"
+            }
         );
         if on {
             self.timed(
@@ -530,7 +534,10 @@ impl Session {
 
     /// The health record (`servers status`, the monitor).
     pub fn health(&self) -> super::health::HealthState {
-        self.health.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.health
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Updates the health record and returns what `f` returns.
@@ -791,7 +798,11 @@ impl Session {
         let live = self.live.into_inner().unwrap_or_else(|e| e.into_inner());
         match Arc::try_unwrap(live) {
             Ok(mut live) => {
-                if let Err(err) = live.service.close_with_timeout(Duration::from_secs(10)).await {
+                if let Err(err) = live
+                    .service
+                    .close_with_timeout(Duration::from_secs(10))
+                    .await
+                {
                     tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
                 }
             }

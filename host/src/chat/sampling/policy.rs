@@ -135,7 +135,10 @@ mod tests {
             panic!("expected a denial");
         };
         assert!(message.contains("server `everything`"), "{message}");
-        assert!(message.contains("auto_approve = [\"everything\"]"), "{message}");
+        assert!(
+            message.contains("auto_approve = [\"everything\"]"),
+            "{message}"
+        );
         assert!(message.contains("max_tokens"), "{message}");
         assert_eq!(p.decide("everything", true), Decision::Ask);
     }

@@ -262,7 +262,10 @@ mod tests {
                 Message::user("Another\nplease.")
             ]
         );
-        assert_eq!(prepared.system_prompt.as_deref(), Some("Answer in one word."));
+        assert_eq!(
+            prepared.system_prompt.as_deref(),
+            Some("Answer in one word.")
+        );
         assert_eq!(prepared.temperature, Some(0.2));
         assert_eq!(prepared.stop, ["\n\n"]);
         assert!(prepared.wants_context);
@@ -283,7 +286,10 @@ mod tests {
             err.to_string(),
             "sampling request from server `pics`: message 2 contains an image; the local model reads text only"
         );
-        assert_eq!(err.to_error_data().code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(
+            err.to_error_data().code,
+            rmcp::model::ErrorCode::INVALID_PARAMS
+        );
     }
 
     #[test]
@@ -310,7 +316,11 @@ mod tests {
 
     #[test]
     fn results_carry_the_stop_reason() {
-        let r = result(Answer::Text("Blue.".into()), FinishReason::EndOfTurn, "SmolLM2");
+        let r = result(
+            Answer::Text("Blue.".into()),
+            FinishReason::EndOfTurn,
+            "SmolLM2",
+        );
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["role"], "assistant");
         assert_eq!(v["content"]["text"], "Blue.");
