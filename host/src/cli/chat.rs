@@ -651,6 +651,8 @@ fn show_notification(
             ));
             multi.suspend(|| eprintln!("{line}"));
         }
+        // Task status is shown by the call that runs the task; other notifications are logged.
+        SessionEvent::TaskStatus { .. } | SessionEvent::Notification { .. } => {}
         SessionEvent::ResourceUpdated { server, uri } => {
             let line = dim(&printable(&format!("[{server}: {uri} was updated]")));
             multi.suspend(|| eprintln!("{line}"));

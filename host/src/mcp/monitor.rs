@@ -45,7 +45,6 @@ async fn watch(weak: Weak<Session>, policy: HealthPolicy) {
         let outcome = if session.is_closed() {
             CheckOutcome::Closed("the connection closed (the server exited or crashed)".into())
         } else if last_check.elapsed() >= policy.interval {
-            last_check = Instant::now();
             check(&session, &policy).await
         } else {
             continue;
