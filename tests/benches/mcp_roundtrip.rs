@@ -7,6 +7,10 @@
 //! a separate section compares rkmcp's 2026-07-28 stateless calls (version and capabilities in
 //! every request's `_meta`) with its 2025-11-25 session calls on the same fixture server.
 //!
+//! Crash recovery: the time from a server crashing (tests/servers/flaky.py, killed mid-call) until
+//! its tools are back, against the same server's own cold start (spawn, initialize, list), as a
+//! ratio (target: under 2x).
+//!
 //! Run: `cargo bench -p rkmcp-tests --bench mcp_roundtrip` (after scripts/setup).
 //! Env: BENCH_CALLS (default 2000), BENCH_FLAVOR=current|multi|both (default both).
 use std::path::Path;
@@ -389,6 +393,85 @@ async fn protocol_versions(t: &Target, calls: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Crash until tools are back, vs cold start of the same server, both measured here.
+async fn crash_recovery(rounds: usize) -> anyhow::Result<()> {
+    use rkmcp::mcp::SessionEvent;
+    use rkmcp::mcp::health::Transition;
+    let deps = rkmcp_tests::deps();
+    let python = deps.join("venv-plugins/bin/python");
+    if !python.exists() {
+        println!("(venv-plugins not installed: run scripts/setup to include crash recovery)");
+        return Ok(());
+    }
+    let script = rkmcp_tests::repo().join("tests/servers/flaky.py");
+    let dir = tempfile::tempdir()?;
+    // Checked often, so each recovery ends its restart streak before the next crash (the first
+    // restart after a healthy period is immediate; see rkmcp::mcp::health).
+    let toml = format!(
+        "[[servers]]\nname = \"flaky\"\ncommand = {:?}\nargs = [{:?}]\nhealth_interval = 0.2\nmax_restarts = 1000\n",
+        python.display().to_string(),
+        script.display().to_string()
+    );
+    let mut config = config::load_str(&dir.path().join("rkmcp.toml"), &toml)?;
+    config.log_dir = dir.path().join("logs");
+    let mut cold = Vec::new();
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let m = SessionManager::start(&config, None).await;
+        let took = started.elapsed();
+        if let Some(f) = m.failures().first() {
+            anyhow::bail!("{}", f.error);
+        }
+        anyhow::ensure!(!m.tools().0.is_empty(), "flaky.py listed no tools");
+        m.shutdown().await;
+        cold.push(took);
+    }
+    let manager = SessionManager::start(&config, None).await;
+    let session = manager
+        .session("flaky")
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("flaky did not start"))?;
+    let mut recovery = Vec::new();
+    for _ in 0..rounds {
+        let mut events = session.subscribe();
+        let crashed = Instant::now();
+        let _ = manager.call_tool("flaky__crash", None).await;
+        tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                if let Ok(SessionEvent::Health {
+                    transition: Transition::CameBack { .. },
+                    ..
+                }) = events.recv().await
+                {
+                    return;
+                }
+            }
+        })
+        .await?;
+        let back = crashed.elapsed();
+        anyhow::ensure!(
+            manager.tools().0.iter().any(|t| t.name == "flaky__echo"),
+            "tools not back after the restart"
+        );
+        recovery.push(back);
+        // Let a health check pass, ending the restart streak.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+    manager.shutdown().await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (c, r) = (median(cold), median(recovery));
+    println!(
+        "\n## crash until tools are back (flaky.py, Python SDK, median of {rounds}): {:.1} ms vs cold start {:.1} ms = {:.2}x (target < 2x)",
+        r.as_secs_f64() * 1e3,
+        c.as_secs_f64() * 1e3,
+        r.as_secs_f64() / c.as_secs_f64()
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     // `cargo bench` passes `--bench`; nothing else is expected.
     let calls: usize = std::env::var("BENCH_CALLS")
@@ -407,6 +490,7 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?;
         rt.block_on(run(calls, "multi"))?;
+        rt.block_on(crash_recovery(5))?;
         let deps = rkmcp_tests::deps();
         let nm = deps.join("node/node_modules/@modelcontextprotocol");
         let time = deps.join("venv/bin/mcp-server-time");

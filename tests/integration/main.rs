@@ -8,6 +8,10 @@ mod mcp_protocol;
 mod mcp_real_servers;
 mod mcp_session_behaviour;
 mod remote;
+// Server health and restart, elicitation forms, sampling on the local model.
+mod elicitation;
+mod health;
+mod sampling;
 
 mod plugin_default_plugins;
 mod plugin_detector_native_equals_component;

@@ -88,7 +88,7 @@ async fn everything_over_stdio_lists_calls_reads_and_renders_prompts() {
     session.set_log_level(level).await.unwrap();
     assert!(session.ping().await.unwrap() < Duration::from_secs(5));
 
-    let pid = session.pid.expect("a stdio server has a pid");
+    let pid = session.pid().expect("a stdio server has a pid");
     manager.shutdown().await;
     assert!(
         !process_alive(pid),

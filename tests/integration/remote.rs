@@ -11,7 +11,7 @@ use std::time::Duration;
 use rkmcp::config::TransportKind;
 use rkmcp::mcp::{NonInteractive, Roots, Session};
 use rkmcp_tests::remote_peers::{self, Peer};
-use rkmcp_tests::{load_config, run_rkmcp, rkmcp_command, stderr, stdout, toml_str, write};
+use rkmcp_tests::{load_config, rkmcp_command, run_rkmcp, stderr, stdout, toml_str, write};
 
 fn remote_entry(name: &str, url: &str, extra: &str) -> String {
     format!(
@@ -52,10 +52,8 @@ async fn legacy_sse_with_server_everything() {
 async fn auto_falls_back_to_legacy_sse_and_remembers_it() {
     let dir = tempfile::tempdir().unwrap();
     // PyPI `mcp`: POST /sse answers 405.
-    let python = remote_peers::python_http_server(
-        &["--transport", "sse"],
-        dir.path().join("py.log"),
-    );
+    let python =
+        remote_peers::python_http_server(&["--transport", "sse"], dir.path().join("py.log"));
     let session = connect(dir.path(), &remote_entry("py", &python.url, ""))
         .await
         .unwrap();
@@ -162,10 +160,13 @@ async fn broken_sse_servers_get_clear_errors() {
     ];
     for (response, expected) in cases {
         let url = broken_server(response);
-        let err = connect(dir.path(), &remote_entry("bad", &url, "transport = \"sse\""))
-            .await
-            .err()
-            .unwrap_or_else(|| panic!("connected to a broken server ({expected})"));
+        let err = connect(
+            dir.path(),
+            &remote_entry("bad", &url, "transport = \"sse\""),
+        )
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("connected to a broken server ({expected})"));
         assert!(err.contains(expected), "{expected}: {err}");
         assert!(err.contains("server `bad`"), "{err}");
         assert!(err.contains(&url) || expected == "another origin", "{err}");
@@ -241,7 +242,11 @@ fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
         .output()
         .unwrap();
     assert!(out.status.success(), "login failed: {}", stderr(&out));
-    assert!(stderr(&out).contains("Signed in to `secure`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Signed in to `secure`"),
+        "{}",
+        stderr(&out)
+    );
     let tokens = stored_tokens(home);
     assert_eq!(tokens.len(), 2, "an access and a refresh token are stored");
     let mode = |p: &Path| {
@@ -252,7 +257,10 @@ fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
     assert_eq!(mode(credentials_file(home).parent().unwrap()), 0o700);
 
     // A tool call with the token, logged at trace level: the log never shows the token.
-    let out = run_rkmcp(home, &["-vvv", "tools", "call", "secure__add", "a=2", "b=3"]);
+    let out = run_rkmcp(
+        home,
+        &["-vvv", "tools", "call", "secure__add", "a=2", "b=3"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains('5'), "{}", stdout(&out));
     assert_no_tokens(&tokens, "the trace log", &stderr(&out));
@@ -262,7 +270,10 @@ fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
         let out = run_rkmcp(home, args);
         assert!(out.status.success(), "{}", stderr(&out));
         let text = stdout(&out);
-        assert!(text.contains("secure") && text.contains(&s.provider.url), "{text}");
+        assert!(
+            text.contains("secure") && text.contains(&s.provider.url),
+            "{text}"
+        );
         assert!(text.contains("mcp:tools"), "{text}");
         assert_no_tokens(&tokens, "auth status", &text);
     }
@@ -273,12 +284,17 @@ fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
     assert!(out.status.success(), "after expiry: {}", stderr(&out));
     assert!(stdout(&out).contains("still here"));
     assert!(
-        s.provider.log_text().contains("grant.success refresh_token"),
+        s.provider
+            .log_text()
+            .contains("grant.success refresh_token"),
         "no refresh at the provider: {}",
         s.provider.log_text()
     );
     let refreshed = stored_tokens(home);
-    assert_ne!(refreshed[0], tokens[0], "the stored access token was replaced");
+    assert_ne!(
+        refreshed[0], tokens[0],
+        "the stored access token was replaced"
+    );
 
     // Logout revokes at the provider and forgets the tokens.
     let out = run_rkmcp(home, &["auth", "logout", "secure"]);
@@ -286,15 +302,27 @@ fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
     assert!(s.provider.log_text().contains("revocation.success"));
     assert!(stored_tokens(home).is_empty());
     let out = run_rkmcp(home, &["tools", "list"]);
-    assert!(stderr(&out).contains("rkmcp auth login secure"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rkmcp auth login secure"),
+        "{}",
+        stderr(&out)
+    );
     drop(s.server);
 }
 
 #[test]
 fn client_credentials_sign_in_basic_and_post() {
     for (client, secret, method) in [
-        ("rkmcp-machine-basic", "machine-basic-secret", "client_secret_basic"),
-        ("rkmcp-machine-post", "machine-post-secret", "client_secret_post"),
+        (
+            "rkmcp-machine-basic",
+            "machine-basic-secret",
+            "client_secret_basic",
+        ),
+        (
+            "rkmcp-machine-post",
+            "machine-post-secret",
+            "client_secret_post",
+        ),
     ] {
         let auth = format!(
             "[servers.auth]\ngrant = \"client_credentials\"\nclient_id = \"{client}\"\nclient_secret = \"${{MACHINE_SECRET}}\"\ntoken_endpoint_auth_method = \"{method}\"\nscopes = [\"mcp:tools\"]\n"
@@ -335,7 +363,10 @@ fn client_credentials_sign_in_basic_and_post() {
 
 #[test]
 fn static_bearer_token_from_the_environment() {
-    let s = sign_in_setup(3600, "[servers.auth]\nbearer_token_env = \"SECURE_TOKEN\"\n");
+    let s = sign_in_setup(
+        3600,
+        "[servers.auth]\nbearer_token_env = \"SECURE_TOKEN\"\n",
+    );
     let home = s.dir.path();
     let out = run_rkmcp(home, &["tools", "list"]);
     assert!(
@@ -368,10 +399,18 @@ fn device_code_sign_in() {
         said.push_str(&line);
         said.push('\n');
         // The person opens the page on their phone and confirms the code.
-        if let Some(url) = line.trim().strip_prefix("(or open ").and_then(|u| u.strip_suffix(')')) {
+        if let Some(url) = line
+            .trim()
+            .strip_prefix("(or open ")
+            .and_then(|u| u.strip_suffix(')'))
+        {
             let python = remote_peers::plugin_python();
             let browser = rkmcp_tests::repo().join("tests/servers/approving_browser.py");
-            let status = std::process::Command::new(python).arg(browser).arg(url).status().unwrap();
+            let status = std::process::Command::new(python)
+                .arg(browser)
+                .arg(url)
+                .status()
+                .unwrap();
             assert!(status.success());
         }
     }

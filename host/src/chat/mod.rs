@@ -6,11 +6,15 @@
 //! rkmcp-tool-formats or a detector plugin) →
 //! [`validate`] (arguments against the tool's schema) → [`approval`] (policy, guard plugins, the
 //! user) → MCP sessions → results fed back (by the format or the converter plugin). [`engine`] runs that loop for `rkmcp chat` and `ask`.
+//! [`sampling`] serves servers' `sampling/createMessage` on the same model, prompt and detector path,
+//! as a conversation of its own.
 pub mod approval;
+pub mod client;
 pub mod convert;
 pub mod detect;
 pub mod engine;
 pub mod prompt;
+pub mod sampling;
 pub mod settings;
 pub mod shortlist;
 pub mod start;

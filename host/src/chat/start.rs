@@ -5,10 +5,12 @@ use rkmcp_llm::{ModelConfig, SharedBackend};
 use rkmcp_plugin_host::{ApprovalGuard, Detector, PluginHost, PluginsConfig, SchemaConverter};
 
 use super::approval::{Approver, Prompter};
+use super::client::{FormAsker, LocalClient};
 use super::engine::ChatEngine;
+use super::sampling::{Sampler, SamplingApprover, SamplingPolicy, SamplingSettings};
 use super::settings::ChatSettings;
 use crate::config::Config;
-use crate::mcp::{SessionManager, StartFailure};
+use crate::mcp::{NonInteractive, Session, SessionManager, StartFailure, config_roots};
 
 /// What the front ends (`chat`, `ask`) choose besides the config.
 pub struct ChatOptions {
@@ -22,6 +24,45 @@ pub struct ChatOptions {
     pub only_server: Option<String>,
     /// Start no servers: a plain chat with the model.
     pub no_tools: bool,
+    /// Asks for elicitation forms; `None`: forms are declined (see `accept_defaults`).
+    pub forms: Option<Arc<dyn FormAsker>>,
+    /// Approves sampling requests; `None`: only `[sampling] auto_approve` servers may sample.
+    pub sampling_approver: Option<Arc<dyn SamplingApprover>>,
+    /// `--accept-defaults`: with nobody to ask, accept forms whose required fields have defaults.
+    pub accept_defaults: bool,
+}
+
+/// The client side of server requests for a front end: terminal forms or the non-interactive
+/// answers, roots from the config. Sampling is added once a model is loaded.
+pub fn local_client(
+    config: &Config,
+    forms: Option<Arc<dyn FormAsker>>,
+    accept_defaults: bool,
+) -> Arc<LocalClient> {
+    Arc::new(LocalClient::new(
+        NonInteractive::new(config_roots(config), accept_defaults),
+        forms,
+    ))
+}
+
+/// What `includeContext` adds for a server: its instructions and what it offers.
+pub fn server_context(session: &Session) -> String {
+    let mut out = format!("Context from the MCP server `{}`:", session.name());
+    if let Some(instructions) = session.server_info().and_then(|i| i.instructions.clone()) {
+        out.push_str(&format!("\n{instructions}"));
+    }
+    let catalog = session.catalog();
+    for t in catalog.tools.iter() {
+        out.push_str(&format!(
+            "\n- tool {}: {}",
+            t.name,
+            t.description.as_deref().unwrap_or("")
+        ));
+    }
+    for r in catalog.resources.iter() {
+        out.push_str(&format!("\n- resource {} ({})", r.uri, r.name));
+    }
+    out
 }
 
 /// A started chat and what did not start.
@@ -32,11 +73,21 @@ pub struct StartedChat {
 
 /// Starts the servers and loads the model at the same time (both take seconds).
 pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result<StartedChat> {
+    let policy = config
+        .section::<SamplingSettings>("sampling")
+        .map_err(anyhow::Error::from)
+        .and_then(|s| {
+            SamplingPolicy::new(s).map_err(|e| crate::config::ConfigError::new(e).into())
+        })?;
+    let client = local_client(config, options.forms.clone(), options.accept_defaults);
     let servers = async {
         if options.no_tools {
             None
         } else {
-            Some(SessionManager::start(config, options.only_server.as_deref()).await)
+            Some(
+                SessionManager::start_with(config, options.only_server.as_deref(), client.clone())
+                    .await,
+            )
         }
     };
     let model = SharedBackend::open(options.model.clone());
@@ -78,7 +129,21 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         }
     };
     let failures = sessions.failures().to_vec();
-    let mut engine = ChatEngine::new(backend, Arc::new(sessions), options.settings, approver);
+    let sessions = Arc::new(sessions);
+    // Sampling runs on the chat's model, as a conversation of its own.
+    let weak = Arc::downgrade(&sessions);
+    let sampler = Sampler::new(
+        backend.clone(),
+        options.settings.clone(),
+        policy,
+        options.sampling_approver.clone(),
+    )
+    .with_context(Arc::new(move |server: &str| {
+        let sessions = weak.upgrade()?;
+        sessions.session(server).map(|s| server_context(s))
+    }));
+    client.set_sampler(Arc::new(sampler));
+    let mut engine = ChatEngine::new(backend, sessions, options.settings, approver);
     if let Some(detector) = plugins.detector {
         engine = engine.with_detector_plugin(detector);
     }

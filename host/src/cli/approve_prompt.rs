@@ -147,7 +147,7 @@ fn cut_long_strings(value: &Value, max: usize) -> (Value, usize) {
 
 /// Text from a server or plugin with control characters escaped, so it cannot move the cursor,
 /// clear the screen or fake a prompt.
-fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
             if c.is_control() {
@@ -160,7 +160,7 @@ fn printable(text: &str) -> String {
 }
 
 /// Like [`printable`], but keeps line breaks.
-fn printable_lines(text: &str) -> String {
+pub(crate) fn printable_lines(text: &str) -> String {
     text.split('\n')
         .map(printable)
         .collect::<Vec<_>>()

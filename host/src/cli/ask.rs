@@ -263,6 +263,9 @@ pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
             yes: args.yes,
             only_server: args.chat.server.clone(),
             no_tools: args.chat.no_tools || args.grammar.is_some(),
+            forms: None,
+            sampling_approver: None,
+            accept_defaults: ctx.global.accept_defaults,
         },
     )
     .await?;

@@ -16,7 +16,7 @@ use rkmcp_llm::{Message, Role};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::approve_prompt::TerminalPrompter;
+use super::approve_prompt::{TerminalPrompter, printable};
 use super::ask::{ChatArgs, ModelArgs, model_config};
 use super::inspect::{content_text, split_pair};
 use super::status::{self, dim};
@@ -82,6 +82,15 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
             yes: args.yes,
             only_server: args.chat.server.clone(),
             no_tools: args.chat.no_tools,
+            forms: terminal.then(|| {
+                Arc::new(super::elicit_form::TerminalForms)
+                    as Arc<dyn crate::chat::client::FormAsker>
+            }),
+            sampling_approver: terminal.then(|| {
+                Arc::new(super::sampling_prompt::TerminalSamplingApprover)
+                    as Arc<dyn crate::chat::sampling::SamplingApprover>
+            }),
+            accept_defaults: ctx.global.accept_defaults,
         },
     )
     .await?;
@@ -173,6 +182,29 @@ async fn run_turn(engine: &mut ChatEngine, input: &str, json: bool) {
     }
 }
 
+/// `/subscribe URI`, `/unsubscribe URI`: updates are shown by [`Notifications`].
+async fn subscription(engine: &ChatEngine, on: bool, rest: &[&str]) -> anyhow::Result<Flow> {
+    let [uri] = rest else {
+        return Err(UsageError(format!(
+            "usage: /{}subscribe URI",
+            if on { "" } else { "un" }
+        ))
+        .into());
+    };
+    let session = super::inspect::pick_resource_server(engine.sessions(), uri)?;
+    if on {
+        session.subscribe_resource(uri).await?;
+        println!(
+            "{}",
+            dim(&format!("(subscribed to {uri} on `{}`)", session.name()))
+        );
+    } else {
+        session.unsubscribe_resource(uri).await?;
+        println!("{}", dim(&format!("(unsubscribed from {uri})")));
+    }
+    Ok(Flow::Continue)
+}
+
 fn default_history_path() -> PathBuf {
     let state = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
@@ -191,6 +223,8 @@ const HELP: &str = "\
 /servers                 the MCP servers and what they offer
 /resources               resources and resource templates
 /resource URI            put a resource into the conversation
+/subscribe URI           show a notice whenever the resource changes
+/unsubscribe URI         stop those notices
 /prompt NAME [k=v …]     put a server's prompt template into the conversation and answer it
 /plugins                 the WebAssembly plugins found and their status
 /roots [add|remove PATH] the directories servers may work in (roots)
@@ -204,6 +238,8 @@ const COMMANDS: &[&str] = &[
     "servers",
     "resources",
     "resource",
+    "subscribe",
+    "unsubscribe",
     "prompt",
     "plugins",
     "roots",
@@ -236,6 +272,7 @@ async fn slash(engine: &mut ChatEngine, config: &crate::config::Config, command:
             Ok(Flow::Continue)
         }
         "resource" => add_resource(engine, &rest).await,
+        "subscribe" | "unsubscribe" => subscription(engine, name == "subscribe", &rest).await,
         "prompt" => add_prompt(engine, &rest).await,
         "plugins" => show_plugins(config),
         "roots" => super::roots_command::run(engine.sessions(), &rest)
@@ -307,9 +344,19 @@ fn show_servers(engine: &ChatEngine) {
                     .map(|s| (s.name.to_string(), s.version.to_string()))
             })
             .unwrap_or_default();
+        let health = s.health();
+        let latency = health
+            .last_latency
+            .map(|l| format!(" ({:.0} ms)", l.as_secs_f64() * 1000.0))
+            .unwrap_or_default();
+        let restarts = match health.restarts {
+            0 => String::new(),
+            n => format!(" · {n} restart{}", if n == 1 { "" } else { "s" }),
+        };
         println!(
-            "{:<16} up   {} {} · {} tools · {} resources · {} templates · {} prompts",
+            "{:<16} {}{latency}{restarts} · {} {} · {} tools · {} resources · {} templates · {} prompts",
             s.name(),
+            health.health.as_str(),
             name,
             version,
             catalog.tools.len(),
@@ -609,11 +656,28 @@ fn show_notification(
             ));
             multi.suspend(|| eprintln!("{line}"));
         }
-        // Resource updates, task status and other notifications are shown by the features
-        // that ask for them (subscriptions, tasks).
-        SessionEvent::ResourceUpdated { .. }
-        | SessionEvent::TaskStatus { .. }
-        | SessionEvent::Notification { .. } => {}
+        // Task status is shown by the call that runs the task; other notifications are logged.
+        SessionEvent::TaskStatus { .. } | SessionEvent::Notification { .. } => {}
+        SessionEvent::ResourceUpdated { server, uri } => {
+            let line = dim(&printable(&format!("[{server}: {uri} was updated]")));
+            multi.suspend(|| eprintln!("{line}"));
+        }
+        SessionEvent::Health { server, transition } => {
+            use crate::mcp::health::Transition;
+            let line = match transition {
+                Transition::WentDown { reason } => {
+                    format!("[{server} is down: {reason}; restarting it]")
+                }
+                Transition::CameBack { restarts } => {
+                    format!("[{server} is back (restart {restarts}); its tools are available]")
+                }
+                Transition::GaveUp { restarts } => format!(
+                    "[{server} stayed down after {restarts} restarts; rkmcp gave up on it (max_restarts)]"
+                ),
+            };
+            let line = dim(&printable(&line));
+            multi.suspend(|| eprintln!("{line}"));
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 //! The inspection commands: `config`, `servers`, `tools`, `resources`, `prompts`.
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -44,7 +45,15 @@ async fn start(
     if config.servers.is_empty() {
         return Err(UsageError(no_servers_hint(config)).into());
     }
-    let manager = SessionManager::start(config, only).await;
+    // Forms are asked at the terminal when there is one; these commands run no model, so
+    // sampling is refused with a message saying how to allow it.
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let forms = terminal.then(|| {
+        std::sync::Arc::new(super::elicit_form::TerminalForms)
+            as std::sync::Arc<dyn crate::chat::client::FormAsker>
+    });
+    let client = crate::chat::start::local_client(config, forms, ctx.global.accept_defaults);
+    let manager = SessionManager::start_with(config, only, client).await;
     if !ctx.global.json {
         for failure in manager.failures() {
             output::warn(&failure.error);
@@ -129,6 +138,14 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
             for s in manager.sessions() {
                 let info = s.server_info();
                 let catalog = s.catalog();
+                // One check now, as the monitor makes every `health_interval`.
+                let policy = crate::mcp::monitor::policy_for(s);
+                let outcome = match s.ping().await {
+                    Ok(latency) => crate::mcp::health::CheckOutcome::Answered(latency),
+                    Err(e) => crate::mcp::health::CheckOutcome::Failed(e.to_string()),
+                };
+                s.update_health(|h| h.record(&policy, outcome));
+                let health = s.health();
                 rows.push(json!({
                     "name": s.name(),
                     "status": "up",
@@ -140,7 +157,11 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                     "resource_templates": catalog.resource_templates.len(),
                     "prompts": catalog.prompts.len(),
                     "startup_ms": s.startup.as_secs_f64() * 1000.0,
-                    "log": s.log_path.as_ref().map(|p| p.display().to_string()),
+                    "log": s.log_path().map(|p| p.display().to_string()),
+                    "health": health.health.as_str(),
+                    "latency_ms": health.last_latency.map(|l| l.as_secs_f64() * 1000.0),
+                    "restarts": health.restarts,
+                    "health_error": health.last_error,
                 }));
             }
             for f in manager.failures() {
@@ -163,6 +184,9 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                     "resources",
                     "prompts",
                     "startup",
+                    "health",
+                    "latency",
+                    "restarts",
                 ]);
                 for r in &rows {
                     let s = |k: &str| match &r[k] {
@@ -189,6 +213,12 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                             .as_f64()
                             .map(|ms| format!("{ms:.0} ms"))
                             .unwrap_or_default(),
+                        s("health"),
+                        r["latency_ms"]
+                            .as_f64()
+                            .map(|ms| format!("{ms:.1} ms"))
+                            .unwrap_or_default(),
+                        s("restarts"),
                     ]);
                 }
                 output::print_table(&t)?;
@@ -392,12 +422,33 @@ pub async fn resources(ctx: &Context, cmd: ResourcesCommand) -> anyhow::Result<E
             }
             Ok(ExitCode::SUCCESS)
         }
+        ResourcesCommand::Watch {
+            uri,
+            server,
+            read,
+            count,
+        } => {
+            let manager = start(ctx, &config, server.as_deref()).await?;
+            let session = match &server {
+                Some(name) => manager
+                    .session(name)
+                    .cloned()
+                    .with_context(|| format!("server `{name}` is not running")),
+                None => pick_resource_server(&manager, &uri),
+            };
+            let result = match session {
+                Ok(session) => super::watch::watch(&session, &uri, read, count).await,
+                Err(e) => Err(e),
+            };
+            manager.shutdown().await;
+            result.map(|()| ExitCode::SUCCESS)
+        }
     }
 }
 
 /// The server that lists `uri` (or has a template whose fixed prefix matches), else the only
 /// server that offers resources at all.
-fn pick_resource_server(
+pub(super) fn pick_resource_server(
     manager: &SessionManager,
     uri: &str,
 ) -> anyhow::Result<std::sync::Arc<crate::mcp::Session>> {

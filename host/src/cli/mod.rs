@@ -14,9 +14,11 @@ mod auth;
 mod chat;
 mod conformance;
 mod doctor;
+pub mod elicit_form;
 mod models;
 mod plugins;
 mod roots_command;
+pub mod sampling_prompt;
 pub mod status;
 
 /// A mistake in how rkmcp was invoked (exit code 2).
@@ -60,6 +62,10 @@ pub struct GlobalArgs {
     /// Write logs to this file instead of stderr.
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// When nobody is at a terminal, accept a server's elicitation form with its defaults (if
+    /// every required field has one) instead of declining it.
+    #[arg(long, global = true)]
+    pub accept_defaults: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -155,6 +161,19 @@ pub enum ResourcesCommand {
         #[arg(long, short = 's')]
         server: Option<String>,
     },
+    /// Subscribe to a resource and print one JSON line per update until Ctrl-C.
+    Watch {
+        uri: String,
+        /// The server to ask (default: the one that lists the URI).
+        #[arg(long, short = 's')]
+        server: Option<String>,
+        /// Also read the resource on each update and include its contents.
+        #[arg(long)]
+        read: bool,
+        /// Stop after this many updates.
+        #[arg(long, value_name = "N")]
+        count: Option<u64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -240,3 +259,4 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
 
 mod inspect;
 pub mod output;
+mod watch;

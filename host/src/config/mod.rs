@@ -106,6 +106,11 @@ pub struct ServerConfig {
     pub connect_timeout: Duration,
     #[serde(with = "duration_secs")]
     pub request_timeout: Duration,
+    /// How often the server is checked (`ping`); see [`crate::mcp::health`].
+    #[serde(with = "duration_secs")]
+    pub health_interval: Duration,
+    /// Restarts of a server that went down before rkmcp gives up on it.
+    pub max_restarts: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allow: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -337,6 +342,9 @@ pub struct Config {
     /// `[chat]` as written (interpreted by the chat loop).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub chat: toml::Table,
+    /// `[sampling]` as written (see `chat::sampling::SamplingSettings`).
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub sampling: toml::Table,
     /// `[roots] paths`, made absolute from the config file's folder; empty means the current
     /// directory. Checked when the roots are built (`mcp::Roots::resolve`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -354,6 +362,7 @@ impl Config {
             "plugins" => &self.plugins,
             "model" => &self.model,
             "chat" => &self.chat,
+            "sampling" => &self.sampling,
             other => return Err(ConfigError::new(format!("no config section `{other}`"))),
         };
         if table.is_empty() {
@@ -534,6 +543,8 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
     };
     let mut connect_default = DEFAULT_CONNECT_TIMEOUT;
     let mut request_default = DEFAULT_REQUEST_TIMEOUT;
+    let mut health_default = crate::mcp::health::HealthPolicy::default().interval;
+    let mut restarts_default = crate::mcp::health::HealthPolicy::default().max_restarts;
     let mut prefix_default = DEFAULT_PREFIX.to_string();
     // Servers by name in first-seen order; a later layer replaces an entry wholesale.
     let mut servers: Vec<(PathBuf, String, RawServer)> = Vec::new();
@@ -553,12 +564,21 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
                 ConfigError::new(format!("{}: {e}", defaults_key("request_timeout")))
             })?;
         }
+        if let Some(d) = &raw.defaults.health_interval {
+            health_default = d.to_duration().map_err(|e| {
+                ConfigError::new(format!("{}: {e}", defaults_key("health_interval")))
+            })?;
+        }
+        if let Some(n) = raw.defaults.max_restarts {
+            restarts_default = n;
+        }
         if let Some(p) = raw.defaults.prefix {
             prefix_default = p;
         }
         merge_tables(&mut config.plugins, raw.plugins);
         merge_tables(&mut config.model, raw.model);
         merge_tables(&mut config.chat, raw.chat);
+        merge_tables(&mut config.sampling, raw.sampling);
         if let Some(roots) = raw.roots {
             config.roots = roots.paths.iter().map(|p| base.join(p)).collect();
         }
@@ -656,6 +676,12 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             Some(a) => Some(resolve_auth(a).map_err(&err)?),
             None => None,
         };
+        let health_interval = match &raw.health_interval {
+            Some(d) => d
+                .to_duration()
+                .map_err(|e| err(format!("`health_interval`: {e}")))?,
+            None => health_default,
+        };
         let protocol = match raw.protocol.as_deref() {
             Some(text) => parse_protocol(text).map_err(&err)?,
             None => Protocol::Auto,
@@ -682,6 +708,8 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             headers: raw.headers.clone(),
             connect_timeout,
             request_timeout,
+            health_interval,
+            max_restarts: raw.max_restarts.unwrap_or(restarts_default),
             allow: raw.allow.clone(),
             deny: raw.deny.clone(),
             prefix,

@@ -24,6 +24,9 @@ pub struct RawConfig {
     /// `[chat]`: the chat loop.
     #[serde(default)]
     pub chat: Option<toml::Table>,
+    /// `[sampling]`: servers' `sampling/createMessage` on the local model.
+    #[serde(default)]
+    pub sampling: Option<toml::Table>,
     /// `[roots]`: the directories servers may work in.
     #[serde(default)]
     pub roots: Option<RawRoots>,
@@ -42,6 +45,10 @@ pub struct RawRoots {
 pub struct RawDefaults {
     pub connect_timeout: Option<RawDuration>,
     pub request_timeout: Option<RawDuration>,
+    /// How often each server is checked (ping).
+    pub health_interval: Option<RawDuration>,
+    /// Restarts of a server that went down before rkmcp gives up on it.
+    pub max_restarts: Option<u32>,
     /// Tool-name prefix template; `{server}` is replaced by the server name.
     #[serde(default, deserialize_with = "super::subst::opt_string")]
     pub prefix: Option<String>,
@@ -69,6 +76,8 @@ pub struct RawServer {
     pub headers: BTreeMap<String, String>,
     pub connect_timeout: Option<RawDuration>,
     pub request_timeout: Option<RawDuration>,
+    pub health_interval: Option<RawDuration>,
+    pub max_restarts: Option<u32>,
     #[serde(default)]
     pub allow: Vec<String>,
     #[serde(default)]

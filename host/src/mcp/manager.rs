@@ -36,6 +36,9 @@ pub struct SessionManager {
     filters: BTreeMap<String, ToolFilter>,
     /// Kept alive for the connections of transport plugins.
     _plugins: Option<rkmcp_plugin_host::PluginHost>,
+    /// The health monitors (one per session), stopped at shutdown.
+    monitors: Vec<tokio::task::JoinHandle<()>>,
+    stop_monitors: tokio_util::sync::CancellationToken,
     /// Answers the servers' sampling, elicitation and roots requests.
     requests: Arc<dyn ClientRequests>,
     /// Time from the start of [`SessionManager::start`] until every server was up (or failed).
@@ -111,11 +114,18 @@ impl SessionManager {
                 }
             }
         }
+        let stop_monitors = tokio_util::sync::CancellationToken::new();
+        let monitors = sessions
+            .iter()
+            .map(|s| super::monitor::spawn(s, stop_monitors.child_token()))
+            .collect();
         SessionManager {
             sessions,
             failures,
             filters,
             _plugins: plugins,
+            monitors,
+            stop_monitors,
             requests,
             startup: started.elapsed(),
         }
@@ -231,6 +241,9 @@ impl SessionManager {
 
     /// Closes every session concurrently.
     pub async fn shutdown(self) {
+        self.stop_monitors.cancel();
+        // A monitor in the middle of a restart holds its session: wait for them to let go.
+        futures::future::join_all(self.monitors).await;
         let sessions = self
             .sessions
             .into_iter()

@@ -5,8 +5,11 @@
 pub mod auth;
 pub mod child;
 pub mod client_requests;
+pub mod elicitation;
+pub mod health;
 pub mod http;
 pub mod manager;
+pub mod monitor;
 pub mod naming;
 pub mod negotiate;
 pub mod plugin_transport;

@@ -6,8 +6,8 @@
 #![allow(deprecated)]
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
@@ -102,6 +102,11 @@ pub enum SessionEvent {
         server: String,
         method: String,
         params: Option<serde_json::Value>,
+    },
+    /// The server went down, came back after a restart, or was given up on.
+    Health {
+        server: String,
+        transition: super::health::Transition,
     },
 }
 
@@ -355,18 +360,32 @@ fn update(
     }
 }
 
+/// One connection to the server: replaced as a whole when the server is restarted.
+struct Live {
+    service: RunningService<RoleClient, SessionHandler>,
+    log_path: Option<PathBuf>,
+    pid: Option<u32>,
+}
+
 /// A connected server: initialized (up to 2025-11-25) or discovered (2026-07-28, stateless).
+/// Its connection can be replaced ([`Session::restart`]) while the catalog, the event channel
+/// and every `Arc<Session>` held elsewhere stay the same.
 pub struct Session {
     pub config: ServerConfig,
-    service: RunningService<RoleClient, SessionHandler>,
+    live: RwLock<Arc<Live>>,
     catalog: Arc<RwLock<Catalog>>,
     events: broadcast::Sender<SessionEvent>,
-    /// How long connect + initialize + first listing took.
+    /// How long connect + initialize + first listing took (the first time).
     pub startup: Duration,
-    /// The stderr log of a stdio server.
-    pub log_path: Option<PathBuf>,
-    /// The process id of a stdio server.
-    pub pid: Option<u32>,
+    log_dir: PathBuf,
+    /// Answers the server's requests; kept for restarts.
+    requests: Arc<dyn ClientRequests>,
+    /// Bumped by every restart: a request that fails after it changed failed because of it.
+    epoch: AtomicU32,
+    /// Health as the monitor last saw it (see [`super::health`]).
+    health: Mutex<super::health::HealthState>,
+    /// Resources subscribed to, re-subscribed after a restart.
+    subscriptions: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Session {
@@ -380,97 +399,29 @@ impl Session {
         requests: Arc<dyn ClientRequests>,
     ) -> Result<Session, SessionError> {
         let started = Instant::now();
-        let name = config.name.clone();
         let (events, _) = broadcast::channel(256);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
         let handler = SessionHandler {
-            server: name.clone(),
+            server: config.name.clone(),
             catalog: catalog.clone(),
             events: events.clone(),
             request_timeout: config.request_timeout,
-            requests,
+            requests: requests.clone(),
             initialize_version: negotiate::initialize_version(&config.protocol),
         };
-        let start_err = |message: String| SessionError::Start {
-            server: name.clone(),
-            message,
-        };
-        let mut log_path = None;
-        let mut pid = None;
-        let connecting = async {
-            match &config.transport {
-                TransportKind::Stdio => {
-                    let spawned = super::child::spawn(config, log_dir).map_err(|e| {
-                        start_err(format!(
-                            "cannot start `{}`: {e}{}",
-                            config.command.as_deref().unwrap_or_default(),
-                            if e.kind() == std::io::ErrorKind::NotFound {
-                                " (is it installed and on PATH?)"
-                            } else {
-                                ""
-                            }
-                        ))
-                    })?;
-                    log_path = Some(spawned.log_path.clone());
-                    pid = spawned.pid;
-                    let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
-                    start_service(handler.clone(), spawned.transport, config)
-                        .await
-                        .map_err(|e| start_err(format!("{e}{log_hint}")))
-                }
-                // Remote servers (and their sign-in) live in `http`, `sse` and `auth`.
-                TransportKind::Http | TransportKind::Sse | TransportKind::Auto => {
-                    let service = super::http::connect(config, |transport| {
-                        handler
-                            .clone()
-                            .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
-                    })
-                    .await
-                    .map_err(|e| match e {
-                        super::http::ConnectError::Initialize(e) => start_err(format!(
-                            "{}{}",
-                            negotiate::describe(&e),
-                            negotiate::probe_hint(&config.protocol, &e)
-                        )),
-                        other => start_err(other.to_string()),
-                    })?;
-                    check_negotiated(service, config).await.map_err(&start_err)
-                }
-                TransportKind::Plugin(plugin) => {
-                    let host = plugins
-                        .ok_or_else(|| start_err("the plugin host is not available".into()))?;
-                    let transport = host
-                        .transport(plugin)
-                        .map_err(|e| start_err(format!("transport plugin `{plugin}`: {e}")))?;
-                    let conn = transport
-                        .connect()
-                        .await
-                        .map_err(|e| start_err(e.to_string()))?;
-                    start_service(
-                        handler.clone(),
-                        super::plugin_transport::PluginTransport::new(conn, &name),
-                        config,
-                    )
-                    .await
-                    .map_err(&start_err)
-                }
-            }
-        };
-        let service = tokio::time::timeout(config.connect_timeout, connecting)
-            .await
-            .map_err(|_| SessionError::Timeout {
-                server: name.clone(),
-                what: "connecting and initializing".into(),
-                timeout: config.connect_timeout,
-            })??;
+        let live = open(config, log_dir, plugins, handler).await?;
+        let restartable = !matches!(config.transport, TransportKind::Plugin(_));
         let session = Session {
             config: config.clone(),
-            service,
+            live: RwLock::new(Arc::new(live)),
             catalog,
             events,
             startup: Duration::ZERO,
-            log_path,
-            pid,
+            log_dir: log_dir.to_path_buf(),
+            requests,
+            epoch: AtomicU32::new(0),
+            health: Mutex::new(super::health::HealthState::new(restartable)),
+            subscriptions: Mutex::default(),
         };
         session.refresh_all().await?;
         session.apply_log_level().await;
@@ -478,6 +429,152 @@ impl Session {
             startup: started.elapsed(),
             ..session
         })
+    }
+
+    /// Replaces the connection with a new one (a new process for stdio servers), re-lists, and
+    /// closes the old one. Requests still waiting on the old connection fail (see
+    /// [`Session::timed`]). Returns how long the new connection took to be usable.
+    /// Plugin transports cannot be restarted here (their host is not kept by the session).
+    pub async fn restart(&self) -> Result<Duration, SessionError> {
+        let started = Instant::now();
+        let handler = SessionHandler {
+            server: self.config.name.clone(),
+            catalog: self.catalog.clone(),
+            events: self.events.clone(),
+            request_timeout: self.config.request_timeout,
+            requests: self.requests.clone(),
+            initialize_version: negotiate::initialize_version(&self.config.protocol),
+        };
+        let live = Arc::new(open(&self.config, &self.log_dir, None, handler).await?);
+        let old = std::mem::replace(
+            &mut *self.live.write().unwrap_or_else(|e| e.into_inner()),
+            live,
+        );
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        // Closing the old connection (its transport, a stdio server's process) fails whatever
+        // still waits on it.
+        old.service.cancellation_token().cancel();
+        drop(old);
+        self.refresh_all().await?;
+        self.apply_log_level().await;
+        for uri in self.subscribed() {
+            if let Err(err) = self.send_subscribe(&uri, true).await {
+                tracing::warn!("after the restart: {err}");
+            }
+        }
+        Ok(started.elapsed())
+    }
+
+    /// `resources/subscribe`: updates arrive as [`SessionEvent::ResourceUpdated`], also after a
+    /// restart (the subscription is renewed).
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
+        let subscribable = self
+            .server_info()
+            .and_then(|i| i.capabilities.resources.as_ref().and_then(|r| r.subscribe))
+            .unwrap_or(false);
+        if !subscribable {
+            return Err(SessionError::Request {
+                server: self.config.name.clone(),
+                what: format!("subscribing to `{uri}`"),
+                message: "the server does not offer resource subscriptions".into(),
+            });
+        }
+        self.send_subscribe(uri, true).await?;
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uri.to_string());
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`.
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uri);
+        self.send_subscribe(uri, false).await
+    }
+
+    /// The resources subscribed to.
+    pub fn subscribed(&self) -> Vec<String> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    #[allow(deprecated)] // legacy-only in rmcp: 2026-07-28 uses subscriptions/listen.
+    async fn send_subscribe(&self, uri: &str, on: bool) -> Result<(), SessionError> {
+        let peer = self.peer();
+        let what = format!(
+            "{} `{uri}`",
+            if on {
+                "subscribing to"
+            } else {
+                "unsubscribing from"
+            }
+        );
+        if on {
+            self.timed(
+                what,
+                peer.subscribe(rmcp::model::SubscribeRequestParams::new(uri.to_string())),
+            )
+            .await
+        } else {
+            self.timed(
+                what,
+                peer.unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri.to_string())),
+            )
+            .await
+        }
+    }
+
+    /// Whether the connection is gone (the process exited, the stream closed).
+    pub fn is_closed(&self) -> bool {
+        self.live().service.is_transport_closed()
+    }
+
+    /// Restarts so far.
+    pub fn restarts(&self) -> u32 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// The health record (`servers status`, the monitor).
+    pub fn health(&self) -> super::health::HealthState {
+        self.health
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Updates the health record and returns what `f` returns.
+    pub fn update_health<T>(&self, f: impl FnOnce(&mut super::health::HealthState) -> T) -> T {
+        f(&mut self.health.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Tells subscribers (the chat's notices).
+    pub fn announce(&self, transition: super::health::Transition) {
+        let _ = self.events.send(SessionEvent::Health {
+            server: self.config.name.clone(),
+            transition,
+        });
+    }
+
+    fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The stderr log of a stdio server.
+    pub fn log_path(&self) -> Option<PathBuf> {
+        self.live().log_path.clone()
+    }
+
+    /// The process id of a stdio server.
+    pub fn pid(&self) -> Option<u32> {
+        self.live().pid
     }
 
     /// The protocol version in use.
@@ -517,13 +614,14 @@ impl Session {
         &self.config.name
     }
 
-    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
-        self.service.peer()
+    /// The current connection's peer (a cheap handle; a restart gives a new one).
+    pub fn peer(&self) -> rmcp::Peer<RoleClient> {
+        self.live().service.peer().clone()
     }
 
     /// What the server said about itself in `initialize`.
     pub fn server_info(&self) -> Option<Arc<ServerPeerInfo>> {
-        self.service.peer_info()
+        self.live().service.peer_info()
     }
 
     pub fn catalog(&self) -> Catalog {
@@ -557,12 +655,13 @@ impl Session {
         let fetches = kinds.into_iter().map(|kind| async move {
             let ttl = self
                 .timed(format!("listing {kind:?}").to_lowercase(), async {
-                    fetch_into(self.peer(), &self.catalog, kind).await
+                    fetch_into(&self.peer(), &self.catalog, kind).await
                 })
                 .await?;
-            self.service
+            self.live()
+                .service
                 .service()
-                .expire_later(kind, ttl, self.peer().clone());
+                .expire_later(kind, ttl, self.peer());
             Ok::<(), SessionError>(())
         });
         futures::future::try_join_all(fetches).await?;
@@ -589,12 +688,24 @@ impl Session {
         what: String,
         fut: impl Future<Output = Result<T, rmcp::ServiceError>>,
     ) -> Result<T, SessionError> {
+        let epoch = self.epoch.load(Ordering::SeqCst);
         match tokio::time::timeout(self.config.request_timeout, fut).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(err)) => Err(SessionError::Request {
                 server: self.config.name.clone(),
                 what,
-                message: describe_service_error(&err),
+                message: if self.epoch.load(Ordering::SeqCst) != epoch {
+                    "the server restarted while the request was in flight; try again".into()
+                } else if matches!(
+                    err,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                ) {
+                    "the server's connection closed (it exited or crashed); rkmcp restarts \
+                     servers that go down — try again shortly"
+                        .into()
+                } else {
+                    describe_service_error(&err)
+                },
             }),
             Err(_) => Err(SessionError::Timeout {
                 server: self.config.name.clone(),
@@ -621,18 +732,20 @@ impl Session {
         // rmcp's RunningService drives 2026-07-28 multi-round calls: each `input_required`
         // round's requests go to the handler (elicitation, sampling, roots) and the call is
         // retried with `inputResponses` and the `requestState`.
+        let live = self.live();
         self.timed(
             format!("calling tool `{tool}`"),
-            self.service
+            live.service
                 .call_tool_with_mrtr_max_rounds(params, MAX_INPUT_ROUNDS),
         )
         .await
     }
 
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
+        let live = self.live();
         self.timed(
             format!("reading resource `{uri}`"),
-            self.service.read_resource_with_mrtr_max_rounds(
+            live.service.read_resource_with_mrtr_max_rounds(
                 ReadResourceRequestParams::new(uri.to_string()),
                 MAX_INPUT_ROUNDS,
             ),
@@ -647,9 +760,10 @@ impl Session {
     ) -> Result<GetPromptResult, SessionError> {
         let mut params = GetPromptRequestParams::new(name.to_string());
         params.arguments = arguments;
+        let live = self.live();
         self.timed(
             format!("getting prompt `{name}`"),
-            self.service
+            live.service
                 .get_prompt_with_mrtr_max_rounds(params, MAX_INPUT_ROUNDS),
         )
         .await
@@ -699,11 +813,108 @@ impl Session {
     /// Closes the session; for stdio servers this runs the spec's shutdown sequence.
     pub async fn shutdown(self) {
         let name = self.config.name.clone();
-        let mut service = self.service;
-        if let Err(err) = service.close_with_timeout(Duration::from_secs(10)).await {
-            tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
+        let live = self.live.into_inner().unwrap_or_else(|e| e.into_inner());
+        match Arc::try_unwrap(live) {
+            Ok(mut live) => {
+                if let Err(err) = live
+                    .service
+                    .close_with_timeout(Duration::from_secs(10))
+                    .await
+                {
+                    tracing::warn!(server = %name, "shutdown did not complete cleanly: {err}");
+                }
+            }
+            // A request still holds the connection: cancelling closes the transport all the same.
+            Err(live) => live.service.cancellation_token().cancel(),
         }
     }
+}
+
+/// Connects and negotiates one connection.
+async fn open(
+    config: &ServerConfig,
+    log_dir: &Path,
+    plugins: Option<&rkmcp_plugin_host::PluginHost>,
+    handler: SessionHandler,
+) -> Result<Live, SessionError> {
+    let name = config.name.clone();
+    let start_err = |message: String| SessionError::Start {
+        server: name.clone(),
+        message,
+    };
+    let mut log_path = None;
+    let mut pid = None;
+    let connecting = async {
+        match &config.transport {
+            TransportKind::Stdio => {
+                let spawned = super::child::spawn(config, log_dir).map_err(|e| {
+                    start_err(format!(
+                        "cannot start `{}`: {e}{}",
+                        config.command.as_deref().unwrap_or_default(),
+                        if e.kind() == std::io::ErrorKind::NotFound {
+                            " (is it installed and on PATH?)"
+                        } else {
+                            ""
+                        }
+                    ))
+                })?;
+                log_path = Some(spawned.log_path.clone());
+                pid = spawned.pid;
+                let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
+                start_service(handler.clone(), spawned.transport, config)
+                    .await
+                    .map_err(|e| start_err(format!("{e}{log_hint}")))
+            }
+            // Remote servers (and their sign-in) live in `http`, `sse` and `auth`.
+            TransportKind::Http | TransportKind::Sse | TransportKind::Auto => {
+                let service = super::http::connect(config, |transport| {
+                    handler
+                        .clone()
+                        .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
+                })
+                .await
+                .map_err(|e| match e {
+                    super::http::ConnectError::Initialize(e) => start_err(format!(
+                        "{}{}",
+                        negotiate::describe(&e),
+                        negotiate::probe_hint(&config.protocol, &e)
+                    )),
+                    other => start_err(other.to_string()),
+                })?;
+                check_negotiated(service, config).await.map_err(&start_err)
+            }
+            TransportKind::Plugin(plugin) => {
+                let host =
+                    plugins.ok_or_else(|| start_err("the plugin host is not available".into()))?;
+                let transport = host
+                    .transport(plugin)
+                    .map_err(|e| start_err(format!("transport plugin `{plugin}`: {e}")))?;
+                let conn = transport
+                    .connect()
+                    .await
+                    .map_err(|e| start_err(e.to_string()))?;
+                start_service(
+                    handler.clone(),
+                    super::plugin_transport::PluginTransport::new(conn, &name),
+                    config,
+                )
+                .await
+                .map_err(&start_err)
+            }
+        }
+    };
+    let service = tokio::time::timeout(config.connect_timeout, connecting)
+        .await
+        .map_err(|_| SessionError::Timeout {
+            server: name.clone(),
+            what: "connecting and initializing".into(),
+            timeout: config.connect_timeout,
+        })??;
+    Ok(Live {
+        service,
+        log_path,
+        pid,
+    })
 }
 
 /// Starts rmcp's service on `transport` with the lifecycle the config asks for, then checks the

@@ -23,7 +23,7 @@ pub mod template;
 pub mod text;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub use backend::{
     AbortHandle, Backend, BackendInfo, Capabilities, FinishReason, GenerateRequest, Generation,
@@ -65,6 +65,9 @@ pub enum LlmError {
         "this rkmcp was built without the llama.cpp backend (cargo feature `llama`); use an .rkllm model"
     )]
     LlamaNotBuilt,
+    /// Another generation held the model for longer than the caller would wait.
+    #[error("the model is busy with another generation (waited {:.0} s for it)", waited.as_secs_f64())]
+    Busy { waited: std::time::Duration },
 }
 
 /// Peak resident set size of this process in MiB (`getrusage`).
@@ -149,11 +152,19 @@ pub fn open_backend(config: &ModelConfig) -> Result<Box<dyn Backend>, LlmError> 
 }
 
 /// A backend usable from async code: calls run on tokio's blocking pool, one at a time.
+///
+/// One at a time is a property of the runtimes (RKLLM cannot run two generations on one handle;
+/// llama.cpp's context holds one KV cache), so a second generation — a server's sampling request
+/// while the user's answer is being written, or the reverse — waits its turn, for at most
+/// [`SharedBackend::generate_within`]'s `wait`, and then fails with [`LlmError::Busy`].
 #[derive(Clone)]
 pub struct SharedBackend {
-    inner: Arc<Mutex<Box<dyn Backend>>>,
+    inner: Arc<tokio::sync::Mutex<Box<dyn Backend>>>,
     info: BackendInfo,
 }
+
+/// How long [`SharedBackend::generate`] waits for a generation already running.
+pub const DEFAULT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl std::fmt::Debug for SharedBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -188,7 +199,7 @@ impl SharedBackend {
     pub fn new(backend: Box<dyn Backend>) -> Self {
         let info = backend.info();
         Self {
-            inner: Arc::new(Mutex::new(backend)),
+            inner: Arc::new(tokio::sync::Mutex::new(backend)),
             info,
         }
     }
@@ -204,18 +215,35 @@ impl SharedBackend {
         &self.info
     }
 
-    /// Starts generating on a blocking thread. Must be called inside a tokio runtime.
+    /// Starts generating on a blocking thread, after waiting up to [`DEFAULT_WAIT`] for a
+    /// generation already running. Must be called inside a tokio runtime.
     pub fn generate(&self, request: GenerateRequest) -> GenerationStream {
+        self.generate_within(request, DEFAULT_WAIT)
+    }
+
+    /// [`generate`](Self::generate), waiting at most `wait` for the model to be free; then the
+    /// stream ends with [`LlmError::Busy`].
+    pub fn generate_within(
+        &self,
+        request: GenerateRequest,
+        wait: std::time::Duration,
+    ) -> GenerationStream {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let abort = AbortHandle::new();
         let inner = Arc::clone(&self.inner);
         let task_abort = abort.clone();
-        let task = tokio::task::spawn_blocking(move || {
-            let mut backend = inner.lock().unwrap_or_else(|e| e.into_inner());
-            backend.generate(&request, &task_abort, &mut |chunk| {
-                // The receiver may be gone (caller only wants the result): keep generating.
-                let _ = tx.send(chunk.to_string());
+        let task = tokio::spawn(async move {
+            let mut backend = tokio::time::timeout(wait, inner.lock_owned())
+                .await
+                .map_err(|_| LlmError::Busy { waited: wait })?;
+            tokio::task::spawn_blocking(move || {
+                backend.generate(&request, &task_abort, &mut |chunk| {
+                    // The receiver may be gone (caller only wants the result): keep generating.
+                    let _ = tx.send(chunk.to_string());
+                })
             })
+            .await
+            .map_err(|e| LlmError::Runtime(format!("the generation thread failed: {e}")))?
         });
         GenerationStream {
             chunks: rx,
@@ -238,8 +266,8 @@ impl SharedBackend {
     }
 
     pub async fn reset(&self) -> Result<(), LlmError> {
-        let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || inner.lock().unwrap_or_else(|e| e.into_inner()).reset())
+        let mut backend = Arc::clone(&self.inner).lock_owned().await;
+        tokio::task::spawn_blocking(move || backend.reset())
             .await
             .map_err(|e| LlmError::Runtime(format!("reset failed: {e}")))?
     }

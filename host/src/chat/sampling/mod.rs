@@ -1,0 +1,212 @@
+//! `sampling/createMessage` served by the local model.
+//!
+//! Data flows: [`policy`] (may this server sample, and must the user be asked?) → [`request`]
+//! (the server's messages, limits and tools as a generation) → the same prompt, grammar and
+//! detector path the chat uses ([`crate::chat::prompt`], [`crate::chat::detect`]) → the user sees
+//! the answer (when asked) → [`request::result`] back to the server.
+//!
+//! A sampling generation is separate from the user's conversation: it gets its own messages, it
+//! does not reuse the KV cache, and nothing of it is added to the chat history. The backend runs
+//! one generation at a time, so a request waits for the user's generation (and the reverse) for at
+//! most `[sampling] wait`.
+#![allow(deprecated)] // sampling is deprecated by SEP-2577, but servers still use it.
+
+pub mod policy;
+pub mod request;
+
+use std::sync::{Arc, Mutex};
+
+use rkmcp_llm::{GenerateRequest, Message, SharedBackend};
+use rkmcp_tool_formats::DetectorEvent;
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+
+use super::detect::ResponseDetector;
+use super::prompt::{self, ToolPlan};
+use super::settings::{ChatSettings, ToolDecision};
+pub use policy::{Decision, SamplingPolicy, SamplingSettings};
+pub use request::{Answer, Prepared, SamplingError};
+
+/// The user's answer to "may server X have the model write this?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestChoice {
+    Once,
+    ForSession,
+    Deny,
+}
+
+/// Whoever approves sampling: the terminal in `chat`.
+#[async_trait::async_trait]
+pub trait SamplingApprover: Send + Sync {
+    /// Shows the request (server, messages, limits, tools) and asks whether to run it.
+    async fn review_request(&self, request: &Prepared) -> RequestChoice;
+    /// Shows the generated answer and asks whether to send it to the server.
+    async fn review_answer(&self, server: &str, answer: &Answer) -> bool;
+}
+
+/// Context for `includeContext`: what rkmcp knows about a server (its instructions, tools and
+/// resources), as text for the system prompt.
+pub type ContextSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Serves sampling requests for every server of one chat or `ask`.
+pub struct Sampler {
+    backend: SharedBackend,
+    settings: ChatSettings,
+    policy: Mutex<SamplingPolicy>,
+    /// `None`: nobody can be asked (`ask`, no terminal).
+    approver: Option<Arc<dyn SamplingApprover>>,
+    context: Option<ContextSource>,
+}
+
+impl Sampler {
+    pub fn new(
+        backend: SharedBackend,
+        settings: ChatSettings,
+        policy: SamplingPolicy,
+        approver: Option<Arc<dyn SamplingApprover>>,
+    ) -> Self {
+        Self {
+            backend,
+            settings,
+            policy: Mutex::new(policy),
+            approver,
+            context: None,
+        }
+    }
+
+    pub fn with_context(mut self, context: ContextSource) -> Self {
+        self.context = Some(context);
+        self
+    }
+
+    fn policy(&self) -> std::sync::MutexGuard<'_, SamplingPolicy> {
+        self.policy.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Serves one request from `server`.
+    pub async fn create_message(
+        &self,
+        server: &str,
+        params: &CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, SamplingError> {
+        let (decision, max_tokens, wait) = {
+            let policy = self.policy();
+            (
+                policy.decide(server, self.approver.is_some()),
+                policy.max_tokens(params.max_tokens),
+                policy.settings.wait,
+            )
+        };
+        let format = ToolPlan::new(&self.settings, self.backend.info(), Vec::new()).format;
+        let mut prepared = request::prepare(server, params, max_tokens, format)?;
+        if prepared.wants_context
+            && let Some(context) = self.context.as_ref().and_then(|c| c(server))
+        {
+            let base = prepared.system_prompt.take().unwrap_or_default();
+            prepared.system_prompt = Some(format!("{base}\n\n{context}").trim().to_string());
+        }
+        let ask = match decision {
+            Decision::Deny(message) => return Err(SamplingError::Denied(message)),
+            Decision::Allow => None,
+            Decision::Ask => self.approver.clone(),
+        };
+        if let Some(approver) = &ask {
+            match approver.review_request(&prepared).await {
+                RequestChoice::Once => {}
+                RequestChoice::ForSession => self.policy().allow_for_session(server),
+                RequestChoice::Deny => {
+                    return Err(SamplingError::Denied(format!(
+                        "sampling request from server `{server}`: the user declined it"
+                    )));
+                }
+            }
+        }
+        let (answer, finish) = self.generate(&prepared, wait).await?;
+        if let Some(approver) = &ask
+            && !approver.review_answer(server, &answer).await
+        {
+            return Err(SamplingError::AnswerRejected {
+                server: server.to_string(),
+            });
+        }
+        let model = self
+            .backend
+            .info()
+            .model
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "local".into());
+        Ok(request::result(answer, finish, &model))
+    }
+
+    /// Runs the request through the chat's prompt, grammar and detector for its tools.
+    async fn generate(
+        &self,
+        prepared: &Prepared,
+        wait: std::time::Duration,
+    ) -> Result<(Answer, rkmcp_llm::FinishReason), SamplingError> {
+        let info = self.backend.info();
+        let settings = ChatSettings {
+            system_prompt: prepared.system_prompt.clone(),
+            tool_choice: prepared.tool_choice,
+            // A server's tools are the ones it asked for; no `answer_directly` round here.
+            tool_decision: ToolDecision::Open,
+            grammar: None,
+            ..self.settings.clone()
+        };
+        let plan = ToolPlan::new(&settings, info, prepared.tools.clone());
+        let offers_tools = plan.offers_tools(&settings);
+        let native = info.capabilities.native_tools;
+        let mut messages = vec![Message::system(prompt::system_prompt(
+            &settings, &plan, native, false,
+        ))];
+        messages.extend(prepared.messages.iter().cloned());
+        let mut request = GenerateRequest::new(messages);
+        // Never continue the user's KV cache: this is another conversation.
+        request.reuse_cache = false;
+        request.max_new_tokens = Some(prepared.max_tokens);
+        request.temperature = prepared.temperature;
+        request.stop = prepared.stop.clone();
+        request.grammar =
+            prompt::grammar_for_round(&settings, &plan, info.capabilities.grammar, 1, false).0;
+        if native {
+            request.tools_json = prompt::native_tools_json(&settings, &plan);
+        }
+        let server = prepared.server.clone();
+        let generation = self
+            .backend
+            .generate_within(request, wait)
+            .finish()
+            .await
+            .map_err(|source| SamplingError::Model {
+                server: server.clone(),
+                source,
+            })?;
+        if !offers_tools {
+            return Ok((Answer::Text(generation.text), generation.finish));
+        }
+        let mut detector = ResponseDetector::builtin(plan.format);
+        let (mut events, _) = detector.feed(&generation.text).await;
+        events.extend(detector.finish().await.0);
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        for event in events {
+            match event {
+                DetectorEvent::Text(t) => text.push_str(&t),
+                DetectorEvent::ToolCall(call) => {
+                    let input = match call.arguments {
+                        serde_json::Value::Object(map) => map,
+                        _ => serde_json::Map::new(),
+                    };
+                    calls.push((call.id, call.name, input));
+                }
+                // A call the model botched is given back as text: the server sees what it wrote.
+                DetectorEvent::Malformed { raw, .. } => text.push_str(&raw),
+            }
+        }
+        if calls.is_empty() {
+            Ok((Answer::Text(text.trim().to_string()), generation.finish))
+        } else {
+            Ok((Answer::ToolUse(calls), generation.finish))
+        }
+    }
+}

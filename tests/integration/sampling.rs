@@ -1,0 +1,266 @@
+//! `sampling/createMessage` served by the real local model (SmolLM2-135M, llama.cpp on the CPU)
+//! for a real PyPI `mcp` server (tests/servers/client_requests.py): a plain request with every
+//! limit, an image refused, a request with tools answered through the chat's grammar and
+//! detector, the approval steps, the non-interactive denial, and one generation at a time.
+#![allow(deprecated)] // sampling is deprecated by SEP-2577, but servers use it.
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rkmcp::chat::ChatSettings;
+use rkmcp::chat::sampling::{
+    Answer, Prepared, RequestChoice, Sampler, SamplingApprover, SamplingPolicy, SamplingSettings,
+};
+use rkmcp::mcp::SessionManager;
+use rkmcp_llm::{GenerateRequest, LlmError, Message, ModelConfig, SharedBackend};
+use rkmcp_tests::*;
+use serde_json::{Value, json};
+
+fn config(dir: &std::path::Path, sampling: &str) -> rkmcp::config::Config {
+    let python = deps().join("venv-plugins/bin/python");
+    let script = repo().join("tests/servers/client_requests.py");
+    let toml = format!(
+        "{}\n[sampling]\n{sampling}\n",
+        stdio_entry(
+            "client",
+            &python.display().to_string(),
+            &[script.display().to_string()],
+            "request_timeout = \"120s\"",
+        )
+    );
+    load_config(dir, &toml)
+}
+
+async fn model() -> SharedBackend {
+    let mut m = ModelConfig {
+        threads: Some(1),
+        context_length: Some(2048),
+        ..ModelConfig::default()
+    };
+    m.sampling.temperature = 0.0;
+    SharedBackend::open(m)
+        .await
+        .expect("the default model is installed by scripts/setup")
+}
+
+/// Starts the server with a sampler on the real model; `approver` plays the person.
+async fn start(
+    config: &rkmcp::config::Config,
+    backend: SharedBackend,
+    approver: Option<Arc<dyn SamplingApprover>>,
+) -> SessionManager {
+    let client = rkmcp::chat::start::local_client(config, None, false);
+    let manager = SessionManager::start_with(config, None, client.clone()).await;
+    assert!(manager.failures().is_empty(), "{:?}", manager.failures());
+    let settings: SamplingSettings = config.section("sampling").unwrap();
+    let sampler = Sampler::new(
+        backend,
+        ChatSettings::default(),
+        SamplingPolicy::new(settings).unwrap(),
+        approver,
+    );
+    client.set_sampler(Arc::new(sampler));
+    manager
+}
+
+/// The text the tool returned.
+async fn call(manager: &SessionManager, tool: &str, args: Value) -> String {
+    let r = manager
+        .call_tool(tool, args.as_object().cloned())
+        .await
+        .unwrap();
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_auto_approved_request_runs_on_the_local_model_within_its_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "auto_approve = [\"cli*\"]\nmax_tokens = 16");
+    let manager = start(&config, model().await, None).await;
+    let text = call(
+        &manager,
+        "client__summarize",
+        json!({"text_to_summarize": "The cat sat on the mat all day long."}),
+    )
+    .await;
+    let result: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(result["role"], "assistant", "{result}");
+    assert_eq!(result["content"]["type"], "text");
+    assert!(
+        !result["content"]["text"]
+            .as_str()
+            .unwrap()
+            .trim()
+            .is_empty()
+    );
+    assert!(
+        result["model"].as_str().unwrap().contains("SmolLM2"),
+        "{result}"
+    );
+    // The server asked for 24 tokens, the config caps at 16.
+    assert!(
+        ["endTurn", "maxTokens", "stopSequence"].contains(&result["stopReason"].as_str().unwrap()),
+        "{result}"
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_is_refused_naming_what_the_model_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "auto_approve = [\"client\"]");
+    let manager = start(&config, model().await, None).await;
+    let text = call(&manager, "client__describe_picture", json!({})).await;
+    assert!(text.starts_with("refused:"), "{text}");
+    assert!(
+        text.contains("message 1 contains an image; the local model reads text only"),
+        "{text}"
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_in_a_sampling_request_go_through_the_grammar_and_detector() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "auto_approve = [\"client\"]");
+    let manager = start(&config, model().await, None).await;
+    let text = call(
+        &manager,
+        "client__sample_with_tools",
+        json!({"question": "What is the weather in Paris?"}),
+    )
+    .await;
+    let result: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(result["stopReason"], "toolUse", "{result}");
+    let call = &result["content"][0];
+    assert_eq!(call["type"], "tool_use", "{result}");
+    assert_eq!(call["name"], "get_weather");
+    assert!(call["input"]["city"].is_string(), "{result}");
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_nobody_to_ask_a_request_is_denied_saying_how_to_allow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "");
+    let manager = start(&config, model().await, None).await;
+    let text = call(
+        &manager,
+        "client__summarize",
+        json!({"text_to_summarize": "x"}),
+    )
+    .await;
+    assert!(
+        text.contains("auto_approve = [\\\"client\\\"]")
+            || text.contains("auto_approve = [\"client\"]"),
+        "{text}"
+    );
+    assert!(text.contains("nobody is here to approve it"), "{text}");
+    manager.shutdown().await;
+}
+
+/// A person at the terminal, scripted: what they were shown and what they answer.
+struct Person {
+    choice: RequestChoice,
+    send: bool,
+    seen: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl SamplingApprover for Person {
+    async fn review_request(&self, request: &Prepared) -> RequestChoice {
+        self.seen.lock().unwrap().push(format!(
+            "request from {} max {} system {:?} first {:?}",
+            request.server,
+            request.max_tokens,
+            request.system_prompt,
+            request.messages.first().map(|m| m.content.clone())
+        ));
+        self.choice
+    }
+    async fn review_answer(&self, server: &str, answer: &Answer) -> bool {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("answer for {server}: {answer:?}"));
+        self.send
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_chat_the_request_and_then_the_answer_are_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "max_tokens = 8");
+    let backend = model().await;
+    // Allowed for the session, but the generated answer is not sent.
+    let person = Arc::new(Person {
+        choice: RequestChoice::ForSession,
+        send: false,
+        seen: Mutex::default(),
+    });
+    let manager = start(&config, backend.clone(), Some(person.clone())).await;
+    let text = call(
+        &manager,
+        "client__summarize",
+        json!({"text_to_summarize": "a b c"}),
+    )
+    .await;
+    assert!(
+        text.contains("the user declined the generated answer"),
+        "{text}"
+    );
+    let seen = person.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[0].starts_with("request from client max 8"), "{seen:?}");
+    // includeContext "thisServer": the server's tools are added to its system prompt.
+    assert!(
+        seen[0].contains("You write very short summaries."),
+        "{seen:?}"
+    );
+    assert!(seen[0].contains("tool summarize"), "{seen:?}");
+    assert!(seen[1].starts_with("answer for client"), "{seen:?}");
+    manager.shutdown().await;
+
+    // Denied outright: the model never runs.
+    let person = Arc::new(Person {
+        choice: RequestChoice::Deny,
+        send: true,
+        seen: Mutex::default(),
+    });
+    let manager = start(&config, backend, Some(person.clone())).await;
+    let text = call(
+        &manager,
+        "client__summarize",
+        json!({"text_to_summarize": "a"}),
+    )
+    .await;
+    assert!(text.contains("the user declined it"), "{text}");
+    assert_eq!(person.seen.lock().unwrap().len(), 1);
+    manager.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_generation_at_a_time_the_second_waits_or_gives_up() {
+    let backend = model().await;
+    let mut long = GenerateRequest::new(vec![Message::user("Count from one to one hundred.")]);
+    long.max_new_tokens = Some(400);
+    long.stop.clear();
+    let first = backend.generate(long);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let short = GenerateRequest::new(vec![Message::user("Hi")]);
+    let busy = backend
+        .generate_within(short.clone(), Duration::from_millis(50))
+        .finish()
+        .await;
+    assert!(
+        matches!(busy, Err(LlmError::Busy { .. })),
+        "expected Busy, got {:?}",
+        busy.map(|g| g.text)
+    );
+    // Waiting long enough, it runs after the first.
+    let waited = backend.generate_within(short, Duration::from_secs(120));
+    assert!(first.finish().await.is_ok());
+    assert!(waited.finish().await.is_ok());
+}
