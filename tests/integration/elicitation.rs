@@ -41,10 +41,9 @@ fn on_terminal(home: &std::path::Path, args: &[&str]) -> PtySession {
     cmd.env("TERM", "xterm-256color").env("NO_COLOR", "1");
     spawn_with_options(
         cmd,
-        rexpect::reader::Options {
-            timeout_ms: Some(30_000),
-            strip_ansi_escape_codes: true,
-        },
+        rexpect::reader::Options::new()
+            .timeout_ms(Some(30_000))
+            .strip_ansi_escape_codes(true),
     )
     .expect("cannot start rkmcp on a pseudo-terminal")
 }

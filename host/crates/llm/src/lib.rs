@@ -254,15 +254,10 @@ impl SharedBackend {
 
     /// The conversation as the model will see it ([`Backend::render`]) on a blocking thread.
     pub async fn render(&self, messages: Vec<Message>) -> Result<String, LlmError> {
-        let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || {
-            inner
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .render(&messages)
-        })
-        .await
-        .map_err(|e| LlmError::Runtime(format!("rendering the prompt failed: {e}")))?
+        let backend = Arc::clone(&self.inner).lock_owned().await;
+        tokio::task::spawn_blocking(move || backend.render(&messages))
+            .await
+            .map_err(|e| LlmError::Runtime(format!("rendering the prompt failed: {e}")))?
     }
 
     pub async fn reset(&self) -> Result<(), LlmError> {

@@ -184,7 +184,8 @@ impl Sampler {
         if !offers_tools {
             return Ok((Answer::Text(generation.text), generation.finish));
         }
-        let mut detector = ResponseDetector::builtin(plan.format);
+        let opts = rkmcp_tool_formats::DetectorOptions::for_tools(&plan.tools);
+        let mut detector = ResponseDetector::builtin(plan.format, &opts);
         let (mut events, _) = detector.feed(&generation.text).await;
         events.extend(detector.finish().await.0);
         let mut text = String::new();
@@ -199,6 +200,8 @@ impl Sampler {
                     };
                     calls.push((call.id, call.name, input));
                 }
+                // The model's reasoning is not part of its answer to the server.
+                DetectorEvent::Reasoning(_) => {}
                 // A call the model botched is given back as text: the server sees what it wrote.
                 DetectorEvent::Malformed { raw, .. } => text.push_str(&raw),
             }
