@@ -213,12 +213,12 @@ fn field(name: &str, prop: &Value, required: bool) -> Result<Field, FormError> {
                 })
                 .collect(),
         })
-    } else if let Some(one_of) = prop.get("oneOf").and_then(Value::as_array) {
-        Some(FieldKind::Select {
-            options: const_titles(one_of),
-        })
     } else {
-        None
+        prop.get("oneOf")
+            .and_then(Value::as_array)
+            .map(|one_of| FieldKind::Select {
+                options: const_titles(one_of),
+            })
     };
     let kind = match (kind, prop.get("type").and_then(Value::as_str)) {
         (Some(kind), _) => kind,

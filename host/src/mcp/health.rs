@@ -184,7 +184,7 @@ impl HealthState {
             }
         };
         self.last_error = Some(reason.clone());
-        let transition = was_up.then(|| Transition::WentDown { reason });
+        let transition = was_up.then_some(Transition::WentDown { reason });
         (self.next_restart(policy), transition)
     }
 
