@@ -23,7 +23,9 @@ fn client_requests_config(home: &std::path::Path) -> String {
         "client",
         &python.display().to_string(),
         &[script.display().to_string()],
-        "",
+        // 2025-11-25: this server elicits in the middle of a tool call, which a 2026-07-28
+        // (stateless) session has no back-channel for.
+        "protocol = \"2025-11-25\"",
     );
     write(home, "rkmcp.toml", &toml).display().to_string()
 }

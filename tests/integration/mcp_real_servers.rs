@@ -183,7 +183,13 @@ async fn time_and_filesystem_servers_together() {
             &["--local-timezone".into(), "UTC".into()],
             ""
         ),
-        stdio_entry("fs", &node, &fs_args, "")
+        stdio_entry("fs", &node, &fs_args, ""),
+    );
+    // rkmcp offers roots (default: the current directory), and server-filesystem then serves
+    // the roots instead of its arguments: the roots name the folder.
+    let toml = format!(
+        "{toml}[roots]\npaths = [{}]\n",
+        toml_str(&files.display().to_string())
     );
     let config = load_config(dir.path(), &toml);
     let manager = SessionManager::start(&config, None).await;

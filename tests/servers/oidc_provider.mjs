@@ -92,7 +92,9 @@ provider.proxy = false;
 provider.on('grant.success', (ctx) => {
   console.error(`grant.success ${ctx.oidc.params.grant_type}`);
 });
-provider.on('revocation.success', () => console.error('revocation.success'));
+// oidc-provider has no success event for revocation: revoking a refresh token revokes its grant.
+provider.on('grant.revoked', () => console.error('grant.revoked'));
+provider.on('revocation.error', (ctx, err) => console.error(`revocation.error ${err.message}`));
 
 // The person who approves everything.
 provider.use(async (ctx, next) => {

@@ -386,6 +386,9 @@ fn needs_login(config: &ServerConfig, challenge: Option<&str>) -> ConnectError {
 fn transport_error(err: &ClientInitializeError) -> Option<&(dyn std::error::Error + 'static)> {
     match err {
         ClientInitializeError::TransportError { error, .. } => Some(error.error.as_ref()),
+        // `protocol = "auto"` tries `server/discover` first; what the HTTP exchange said is in
+        // the `initialize` that followed.
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => transport_error(fallback),
         _ => None,
     }
 }
