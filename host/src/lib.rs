@@ -2,6 +2,7 @@
 //!
 //! The modules follow the data flow: [`config`] is read first, [`mcp`] keeps the live server
 //! sessions, and [`cli`] exposes them to people and scripts.
+pub mod audit;
 pub mod chat;
 pub mod cli;
 pub mod config;

@@ -4,6 +4,8 @@
 //!
 //! Areas follow the data flow: MCP sessions against real servers, plugins in the real host, the
 //! chat loop, the CLI.
+mod audit_log;
+mod mcp_hostile_servers;
 mod mcp_protocol;
 mod mcp_real_servers;
 mod mcp_session_behaviour;
@@ -15,6 +17,7 @@ mod sampling;
 
 mod plugin_default_plugins;
 mod plugin_detector_native_equals_component;
+mod plugin_hardening;
 mod plugin_host;
 mod plugin_python_guard;
 mod plugin_sandbox;

@@ -556,7 +556,10 @@ async fn compile_cache_is_hit_on_the_second_load() {
         std::fs::write(&path, b"garbage").unwrap();
     }
     let third = PluginHost::new(f.config_with_cache(cache.path(), "")).unwrap();
-    assert_eq!(third.discover().remove(0).cache, Some(CacheOutcome::Stored));
+    assert_eq!(
+        third.discover().remove(0).cache,
+        Some(CacheOutcome::Recompiled)
+    );
     // Without a cache every load compiles.
     let none = PluginHost::new(f.config_with_cache(cache.path(), "no_cache = true")).unwrap();
     assert_eq!(

@@ -791,6 +791,20 @@ impl ChatEngine {
                     reason: "the turn was interrupted".into(),
                 },
             };
+            if let Some(audit) = self.sessions.audit() {
+                let (decision, by, reason) = match &verdict {
+                    Verdict::Allow { by } => ("allow", by, None),
+                    Verdict::Deny { by, reason } => ("deny", by, Some(reason.as_str())),
+                };
+                audit.tool_call(
+                    &request.server,
+                    &request.tool,
+                    &request.arguments,
+                    decision,
+                    by,
+                    reason,
+                );
+            }
             let _ = events.send(ChatEvent::Approval {
                 id: p.call.id.clone(),
                 verdict: verdict.clone(),

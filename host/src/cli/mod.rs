@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 pub mod approve_prompt;
 mod ask;
+mod audit;
 mod auth;
 mod chat;
 mod conformance;
@@ -62,6 +63,10 @@ pub struct GlobalArgs {
     /// Write logs to this file instead of stderr.
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
+    /// Record every MCP message, tool call and approval in this audit log (JSON lines, secrets
+    /// redacted); overrides `[audit] path`.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
     /// When nobody is at a terminal, accept a server's elicitation form with its defaults (if
     /// every required field has one) instead of declining it.
     #[arg(long, global = true)]
@@ -97,6 +102,9 @@ pub enum Command {
     Models(models::ModelsCommand),
     /// Check backends, the RKLLM runtime, NPU devices, models, plugins and servers.
     Doctor(doctor::DoctorArgs),
+    /// Read the audit log.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
     /// Sign in to remote MCP servers (OAuth), show sign-ins, sign out.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
@@ -252,6 +260,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Ask(args) => ask::run(&ctx, args).await,
         Command::Models(cmd) => models::run(&ctx, cmd).await,
         Command::Doctor(args) => doctor::run(&ctx, args).await,
+        Command::Audit(cmd) => audit::run(&ctx, cmd).await,
         Command::Auth(cmd) => auth::run(&ctx, cmd).await,
         Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
     }

@@ -30,14 +30,18 @@ fn host(ctx: &Context) -> anyhow::Result<PluginHost> {
     PluginHost::new(plugins)
 }
 
+/// Reasons can quote a plugin's own words (faults, load errors): shown without control sequences.
 fn status(s: &PluginStatus) -> String {
-    match s {
+    let text = match s {
         PluginStatus::Ready => "ready".into(),
         PluginStatus::Disabled => "disabled".into(),
         PluginStatus::Quarantined(r) => format!("quarantined: {r}"),
         PluginStatus::Error(e) => format!("error: {e}"),
-    }
+    };
+    rkmcp_term_safe::sanitized_inline(text)
 }
+
+use rkmcp_term_safe::sanitize_inline as clean;
 
 fn grants(info: &PluginInfo) -> String {
     let g = &info.grants;
@@ -56,7 +60,7 @@ fn grants(info: &PluginInfo) -> String {
 }
 
 fn print_info(info: &PluginInfo) {
-    println!("name:      {}", info.name);
+    println!("name:      {}", clean(&info.name));
     println!("path:      {}", info.path.display());
     println!(
         "kind:      {}",
@@ -88,7 +92,7 @@ fn print_info(info: &PluginInfo) {
         println!(
             "faults:    {} (last: {})",
             info.faults,
-            info.last_fault.as_deref().unwrap_or("-")
+            clean(info.last_fault.as_deref().unwrap_or("-"))
         );
     }
     for i in &info.imports {
@@ -125,7 +129,7 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
                 for i in &infos {
                     println!(
                         "{:<24} {:<17} {:<9} {}",
-                        i.name,
+                        clean(&i.name),
                         i.kind.map_or("-".to_string(), |k| k.to_string()),
                         i.contract_version.as_deref().unwrap_or("-"),
                         status(&i.status)
@@ -151,7 +155,7 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
                 print_info(&report.info);
                 println!("load:      {:.2} ms", report.load_ms);
                 println!("instance:  {:.3} ms", report.instantiate_ms);
-                println!("smoke:     {}", report.smoke);
+                println!("smoke:     {}", clean(&report.smoke));
                 println!("ok");
             }
             Ok(ExitCode::SUCCESS)

@@ -83,6 +83,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Tool names the model sees are `<server>__<tool>` unless configured otherwise.
 pub const DEFAULT_PREFIX: &str = "{server}__";
+/// The largest message accepted from a server, as rmcp's stdio and HTTP transports default to.
+pub const DEFAULT_MAX_MESSAGE_MB: f64 = 16.0;
 
 /// One MCP server, resolved: defaults applied, transport known, validated.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -128,6 +130,15 @@ pub struct ServerConfig {
     pub log_level: Option<String>,
     /// The file this entry came from.
     pub source: PathBuf,
+    /// The largest message accepted from the server, in MB.
+    pub max_message_mb: f64,
+}
+
+impl ServerConfig {
+    /// [`ServerConfig::max_message_mb`] in bytes.
+    pub fn max_message_bytes(&self) -> usize {
+        (self.max_message_mb * 1024.0 * 1024.0) as usize
+    }
 }
 
 /// The OAuth grant a server is signed in with.
@@ -342,6 +353,9 @@ pub struct Config {
     /// `[chat]` as written (interpreted by the chat loop).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub chat: toml::Table,
+    /// `[audit]` as written (interpreted by [`crate::audit`]).
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub audit: toml::Table,
     /// `[sampling]` as written (see `chat::sampling::SamplingSettings`).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub sampling: toml::Table,
@@ -362,6 +376,7 @@ impl Config {
             "plugins" => &self.plugins,
             "model" => &self.model,
             "chat" => &self.chat,
+            "audit" => &self.audit,
             "sampling" => &self.sampling,
             other => return Err(ConfigError::new(format!("no config section `{other}`"))),
         };
@@ -513,7 +528,14 @@ impl Locations {
 
 /// Loads the configuration for the CLI's global flags.
 pub fn load(global: &crate::cli::GlobalArgs) -> Result<Config, ConfigError> {
-    load_from(&Locations::from_env(global.config.clone()))
+    let mut config = load_from(&Locations::from_env(global.config.clone()))?;
+    if let Some(path) = &global.audit {
+        config.audit.insert(
+            "path".into(),
+            toml::Value::String(path.display().to_string()),
+        );
+    }
+    Ok(config)
 }
 
 pub fn load_from(locations: &Locations) -> Result<Config, ConfigError> {
@@ -546,6 +568,7 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
     let mut health_default = crate::mcp::health::HealthPolicy::default().interval;
     let mut restarts_default = crate::mcp::health::HealthPolicy::default().max_restarts;
     let mut prefix_default = DEFAULT_PREFIX.to_string();
+    let mut max_message_default = DEFAULT_MAX_MESSAGE_MB;
     // Servers by name in first-seen order; a later layer replaces an entry wholesale.
     let mut servers: Vec<(PathBuf, String, RawServer)> = Vec::new();
     for (path, raw) in layers {
@@ -575,6 +598,12 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
         if let Some(p) = raw.defaults.prefix {
             prefix_default = p;
         }
+        if let Some(mb) = raw.defaults.max_message_mb {
+            max_message_default = positive_mb(mb).map_err(|e| {
+                ConfigError::new(format!("{}: {e}", defaults_key("max_message_mb")))
+            })?;
+        }
+        merge_tables(&mut config.audit, raw.audit);
         merge_tables(&mut config.plugins, raw.plugins);
         merge_tables(&mut config.model, raw.model);
         merge_tables(&mut config.chat, raw.chat);
@@ -666,6 +695,10 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
                 .map_err(|e| err(format!("`request_timeout`: {e}")))?,
             None => request_default,
         };
+        let max_message_mb = match raw.max_message_mb {
+            Some(mb) => positive_mb(mb).map_err(|e| err(format!("`max_message_mb`: {e}")))?,
+            None => max_message_default,
+        };
         let auth = match &raw.auth {
             Some(a) if matches!(transport, TransportKind::Stdio) => {
                 let _ = a;
@@ -718,9 +751,18 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
             log_level,
             source: path.clone(),
             name,
+            max_message_mb,
         });
     }
     Ok(config)
+}
+
+fn positive_mb(mb: f64) -> Result<f64, String> {
+    if mb.is_finite() && mb > 0.0 {
+        Ok(mb)
+    } else {
+        Err(format!("must be a positive number of megabytes, not {mb}"))
+    }
 }
 
 fn valid_server_name(name: &str) -> bool {

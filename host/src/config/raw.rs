@@ -24,6 +24,9 @@ pub struct RawConfig {
     /// `[chat]`: the chat loop.
     #[serde(default)]
     pub chat: Option<toml::Table>,
+    /// `[audit]`: the audit log (interpreted by `crate::audit`).
+    #[serde(default)]
+    pub audit: Option<toml::Table>,
     /// `[sampling]`: servers' `sampling/createMessage` on the local model.
     #[serde(default)]
     pub sampling: Option<toml::Table>,
@@ -52,6 +55,8 @@ pub struct RawDefaults {
     /// Tool-name prefix template; `{server}` is replaced by the server name.
     #[serde(default, deserialize_with = "super::subst::opt_string")]
     pub prefix: Option<String>,
+    /// The largest message accepted from a server, in MB.
+    pub max_message_mb: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,6 +89,8 @@ pub struct RawServer {
     pub deny: Vec<String>,
     #[serde(default, deserialize_with = "super::subst::opt_string")]
     pub prefix: Option<String>,
+    /// The largest message accepted from this server, in MB (default 16).
+    pub max_message_mb: Option<f64>,
     /// `[servers.auth]`: how to sign in to a remote server.
     #[serde(default)]
     pub auth: Option<RawAuth>,

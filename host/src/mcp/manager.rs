@@ -43,6 +43,8 @@ pub struct SessionManager {
     requests: Arc<dyn ClientRequests>,
     /// Time from the start of [`SessionManager::start`] until every server was up (or failed).
     pub startup: Duration,
+    /// The audit log, when `[audit]` or `--audit` turned it on.
+    audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 impl SessionManager {
@@ -87,11 +89,23 @@ impl SessionManager {
         } else {
             None
         };
-        let results =
-            futures::future::join_all(servers.iter().map(|server| {
-                Session::connect(server, &log_dir, plugins.as_ref(), requests.clone())
-            }))
-            .await;
+        let audit = match crate::audit::AuditLog::from_config(config) {
+            Ok(audit) => audit.map(Arc::new),
+            Err(err) => {
+                tracing::error!("{}", crate::mcp::errors::describe(&err));
+                None
+            }
+        };
+        let results = futures::future::join_all(servers.iter().map(|server| {
+            Session::connect_audited(
+                server,
+                &log_dir,
+                plugins.as_ref(),
+                requests.clone(),
+                audit.clone(),
+            )
+        }))
+        .await;
         let mut sessions = Vec::new();
         let mut filters = BTreeMap::new();
         for (server, result) in servers.iter().zip(results) {
@@ -128,6 +142,7 @@ impl SessionManager {
             stop_monitors,
             requests,
             startup: started.elapsed(),
+            audit,
         }
     }
 
@@ -156,6 +171,11 @@ impl SessionManager {
 
     pub fn failures(&self) -> &[StartFailure] {
         &self.failures
+    }
+
+    /// The audit log, if one is configured.
+    pub fn audit(&self) -> Option<&Arc<crate::audit::AuditLog>> {
+        self.audit.as_ref()
     }
 
     /// Every permitted tool of every live server under its exposed name, plus the renames

@@ -5,7 +5,11 @@
 pub mod auth;
 pub mod child;
 pub mod client_requests;
+pub mod decode;
 pub mod elicitation;
+pub mod errors;
+pub mod flood;
+pub mod framing;
 pub mod health;
 pub mod http;
 pub mod manager;
@@ -16,6 +20,9 @@ pub mod plugin_transport;
 pub mod roots;
 pub mod session;
 pub mod sse;
+pub mod stdio_transport;
+pub mod tap;
+pub mod watchdog;
 
 pub use client_requests::{ClientRequests, NonInteractive};
 pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};

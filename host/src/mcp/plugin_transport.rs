@@ -3,10 +3,12 @@
 //!
 //! The plugin moves JSON-RPC messages as text; this adapter parses what it receives. A message
 //! that is not valid JSON-RPC is reported (naming the plugin) and skipped rather than ending the
-//! session, as a server's stray output on stdio would be.
+//! session, as a server's stray output on stdio would be — but only a few are reported, and a
+//! flood of them closes the connection ([`BadMessageBudget`]).
 use std::sync::Arc;
 use std::time::Duration;
 
+use rkmcp_plugin_host::budget::{BadMessageBudget, BadVerdict};
 use rkmcp_plugin_host::{ConnectionError, PluginConnection};
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -37,6 +39,7 @@ async fn read_loop(
     server: String,
     tx: tokio::sync::mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
 ) {
+    let mut bad = BadMessageBudget::default();
     loop {
         match conn.receive(RECEIVE_POLL).await {
             Ok(None) => {
@@ -50,14 +53,27 @@ async fn read_loop(
                         return;
                     }
                 }
-                Err(err) => {
-                    tracing::warn!(
+                Err(err) => match bad.record(std::time::Instant::now()) {
+                    BadVerdict::Report => tracing::warn!(
                         server = %server,
                         plugin = %conn.plugin_name(),
                         "skipping a message that is not JSON-RPC ({err}): {}",
-                        text.chars().take(200).collect::<String>()
-                    );
-                }
+                        rkmcp_term_safe::sanitize_inline(
+                            &text.chars().take(200).collect::<String>()
+                        )
+                    ),
+                    BadVerdict::Quiet => {}
+                    BadVerdict::Close { count } => {
+                        tracing::error!(
+                            server = %server,
+                            "transport plugin `{}` sent {count} messages that are not JSON-RPC within {} s; closing the connection",
+                            conn.plugin_name(),
+                            bad.window().as_secs()
+                        );
+                        let _ = conn.close().await;
+                        return;
+                    }
+                },
             },
             Err(ConnectionError::Closed { .. }) => return,
             Err(err) => {

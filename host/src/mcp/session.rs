@@ -386,6 +386,8 @@ pub struct Session {
     health: Mutex<super::health::HealthState>,
     /// Resources subscribed to, re-subscribed after a restart.
     subscriptions: Mutex<std::collections::BTreeSet<String>>,
+    /// Where the session's messages are recorded (`[audit]`); kept for restarts.
+    audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 impl Session {
@@ -398,6 +400,20 @@ impl Session {
         plugins: Option<&rkmcp_plugin_host::PluginHost>,
         requests: Arc<dyn ClientRequests>,
     ) -> Result<Session, SessionError> {
+        Self::connect_audited(config, log_dir, plugins, requests, None).await
+    }
+
+    /// [`Session::connect`], recording the session's messages in `audit`.
+    pub async fn connect_audited(
+        config: &ServerConfig,
+        log_dir: &Path,
+        plugins: Option<&rkmcp_plugin_host::PluginHost>,
+        requests: Arc<dyn ClientRequests>,
+        audit: Option<Arc<crate::audit::AuditLog>>,
+    ) -> Result<Session, SessionError> {
+        if let Some(audit) = &audit {
+            audit.server_start(config);
+        }
         let started = Instant::now();
         let (events, _) = broadcast::channel(256);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
@@ -409,7 +425,7 @@ impl Session {
             requests: requests.clone(),
             initialize_version: negotiate::initialize_version(&config.protocol),
         };
-        let live = open(config, log_dir, plugins, handler).await?;
+        let live = open(config, log_dir, plugins, handler, audit.clone()).await?;
         let restartable = !matches!(config.transport, TransportKind::Plugin(_));
         let session = Session {
             config: config.clone(),
@@ -422,6 +438,7 @@ impl Session {
             epoch: AtomicU32::new(0),
             health: Mutex::new(super::health::HealthState::new(restartable)),
             subscriptions: Mutex::default(),
+            audit,
         };
         session.refresh_all().await?;
         session.apply_log_level().await;
@@ -445,7 +462,16 @@ impl Session {
             requests: self.requests.clone(),
             initialize_version: negotiate::initialize_version(&self.config.protocol),
         };
-        let live = Arc::new(open(&self.config, &self.log_dir, None, handler).await?);
+        let live = Arc::new(
+            open(
+                &self.config,
+                &self.log_dir,
+                None,
+                handler,
+                self.audit.clone(),
+            )
+            .await?,
+        );
         let old = std::mem::replace(
             &mut *self.live.write().unwrap_or_else(|e| e.into_inner()),
             live,
@@ -836,6 +862,7 @@ async fn open(
     log_dir: &Path,
     plugins: Option<&rkmcp_plugin_host::PluginHost>,
     handler: SessionHandler,
+    audit: Option<Arc<crate::audit::AuditLog>>,
 ) -> Result<Live, SessionError> {
     let name = config.name.clone();
     let start_err = |message: String| SessionError::Start {
@@ -859,18 +886,28 @@ async fn open(
                     ))
                 })?;
                 log_path = Some(spawned.log_path.clone());
-                pid = spawned.pid;
+                pid = spawned.child.id();
                 let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
-                start_service(handler.clone(), spawned.transport, config)
-                    .await
-                    .map_err(|e| start_err(format!("{e}{log_hint}")))
+                let transport = super::stdio_transport::StdioTransport::new(
+                    &name,
+                    spawned,
+                    config.max_message_bytes(),
+                );
+                start_service(
+                    handler.clone(),
+                    super::tap::wrap(transport, &name, audit.clone()),
+                    config,
+                )
+                .await
+                .map_err(|e| start_err(format!("{e}{log_hint}")))
             }
             // Remote servers (and their sign-in) live in `http`, `sse` and `auth`.
             TransportKind::Http | TransportKind::Sse | TransportKind::Auto => {
                 let service = super::http::connect(config, |transport| {
-                    handler
-                        .clone()
-                        .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
+                    handler.clone().serve_with_lifecycle(
+                        super::tap::wrap(transport, &name, audit.clone()),
+                        negotiate::lifecycle(&config.protocol),
+                    )
                 })
                 .await
                 .map_err(|e| match e {
@@ -895,7 +932,11 @@ async fn open(
                     .map_err(|e| start_err(e.to_string()))?;
                 start_service(
                     handler.clone(),
-                    super::plugin_transport::PluginTransport::new(conn, &name),
+                    super::tap::wrap(
+                        super::plugin_transport::PluginTransport::new(conn, &name),
+                        &name,
+                        audit.clone(),
+                    ),
                     config,
                 )
                 .await
@@ -959,12 +1000,7 @@ async fn check_negotiated(
 
 /// rmcp's error text for an MCP error is its Debug form; show code and message instead.
 fn describe_service_error(err: &rmcp::ServiceError) -> String {
-    match err {
-        rmcp::ServiceError::McpError(data) => {
-            format!("{} (JSON-RPC error {})", data.message, data.code.0)
-        }
-        other => other.to_string(),
-    }
+    super::errors::describe_service_error(err)
 }
 
 #[cfg(test)]

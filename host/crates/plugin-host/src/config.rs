@@ -144,6 +144,36 @@ impl PluginsConfig {
         })
     }
 
+    /// Folders no file grant may reach: the compile cache and plugin folders (no read-write
+    /// grant: writing there runs code as the user) and rkmcp's config folder (no grant at all:
+    /// it holds secrets).
+    pub fn protected_dirs(&self) -> Vec<crate::trust::Protected> {
+        use crate::trust::{Protected, normalize};
+        let mut out = Vec::new();
+        if let Some(c) = self.resolved_cache_dir() {
+            out.push(Protected {
+                path: normalize(&c),
+                what: "the plugin compile cache",
+                no_read: false,
+            });
+        }
+        for d in self.plugin_dirs() {
+            out.push(Protected {
+                path: normalize(&d),
+                what: "a plugin folder",
+                no_read: false,
+            });
+        }
+        if let Some(c) = xdg_dir("XDG_CONFIG_HOME", ".config") {
+            out.push(Protected {
+                path: normalize(&c.join("rkmcp")),
+                what: "rkmcp's config folder",
+                no_read: true,
+            });
+        }
+        out
+    }
+
     pub fn grant(&self, name: &str) -> Grant {
         self.grants.get(name).cloned().unwrap_or_default()
     }

@@ -25,6 +25,9 @@ pub enum CacheOutcome {
     Stored,
     /// Compiled; no disk cache configured (or it could not be written).
     Compiled,
+    /// The cached entry failed its integrity check (changed since rkmcp wrote it); it was
+    /// compiled again and replaced.
+    Recompiled,
 }
 
 pub struct Runtime {
@@ -81,6 +84,19 @@ impl Runtime {
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let compat = format!("{:016x}", hasher.finish());
 
+        if let Some(dir) = &opts.cache_dir {
+            crate::trust::create_private_dir(&dir.join("index")).with_context(|| {
+                format!("cannot create the plugin compile cache {}", dir.display())
+            })?;
+            for d in [dir.clone(), dir.join("index")] {
+                crate::trust::check_folder(&d).map_err(|e| {
+                    anyhow::anyhow!(
+                        "the plugin compile cache is not safe to run code from: {e} (or set `no_cache = true` in [plugins])"
+                    )
+                })?;
+            }
+        }
+
         let stop = Arc::new(AtomicBool::new(false));
         {
             let engine = engine.clone();
@@ -117,18 +133,14 @@ impl Runtime {
             let id = hex::encode(Sha256::digest(path.to_string_lossy().as_bytes()));
             dir.join("index").join(format!("{id}.key"))
         });
-        if let (Some(dir), Some(index)) = (&self.cache_dir, &index)
+        if let Some(index) = &index
+            && crate::trust::check_file(index).is_ok()
             && let Ok(text) = std::fs::read_to_string(index)
             && let Some((seen, key)) = text.trim().rsplit_once(' ')
             && seen == stamp
+            && let Some(hit) = self.cached(path, key)
         {
-            let file = dir.join(format!("{key}-{}.cwasm", self.compat));
-            // SAFETY: as in `load`: our own cache entry, renamed into place, header-checked.
-            if file.is_file()
-                && let Ok(c) = unsafe { Component::deserialize_file(&self.engine, &file) }
-            {
-                return Ok((c, CacheOutcome::Hit));
-            }
+            return Ok(hit);
         }
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -148,22 +160,24 @@ impl Runtime {
             return Ok((self.compile(path, bytes)?, CacheOutcome::Compiled));
         };
         let key = hex::encode(Sha256::digest(bytes));
-        let file = dir.join(format!("{key}-{}.cwasm", self.compat));
-        if file.is_file() {
-            // SAFETY: the file is in rkmcp's own cache directory, written by `precompile_component`
-            // of an engine with the same compatibility hash (part of the name). wasmtime still
-            // checks its header and refuses a mismatch; on any error we recompile.
-            match unsafe { Component::deserialize_file(&self.engine, &file) } {
-                Ok(c) => return Ok((c, CacheOutcome::Hit)),
-                Err(e) => {
-                    tracing::warn!(file = %file.display(), "ignoring unusable compile cache entry: {e}")
-                }
-            }
+        if let Some(hit) = self.cached(path, &key) {
+            return Ok(hit);
         }
+        let (file, digest_file) = self.entry(&key);
+        // An entry that exists but was not a hit was rejected (and said why).
+        let rejected = file.exists();
         let compiled = self.engine.precompile_component(bytes).map_err(|e| {
             anyhow::anyhow!("{}: not a valid WebAssembly component: {e}", path.display())
         })?;
+        // The artifact first, then its digest: a reader that sees the new artifact with the old
+        // digest (or none) recompiles, it never runs an unrecorded artifact.
+        let digest = ArtifactDigest {
+            key: key.clone(),
+            compat: self.compat.clone(),
+            sha256: hex::encode(Sha256::digest(&compiled)),
+        };
         let stored = write_atomically(&file, &compiled)
+            .and_then(|()| write_atomically(&digest_file, digest.render().as_bytes()))
             .inspect_err(|e| tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {e}"))
             .is_ok();
         // SAFETY: `compiled` was produced just now by this engine.
@@ -171,18 +185,110 @@ impl Runtime {
             .map_err(anyhow::Error::from)?;
         Ok((
             component,
-            if stored {
-                CacheOutcome::Stored
-            } else {
-                CacheOutcome::Compiled
+            match (stored, rejected) {
+                (true, true) => CacheOutcome::Recompiled,
+                (true, false) => CacheOutcome::Stored,
+                (false, _) => CacheOutcome::Compiled,
             },
         ))
+    }
+
+    /// The `.cwasm` and digest files of a cache entry.
+    fn entry(&self, key: &str) -> (PathBuf, PathBuf) {
+        let dir = self.cache_dir.as_deref().unwrap_or(Path::new("."));
+        (
+            dir.join(format!("{key}-{}.cwasm", self.compat)),
+            dir.join(format!("{key}-{}.digest", self.compat)),
+        )
+    }
+
+    /// A cache hit, only if the artifact is exactly what this engine wrote for `key`: its
+    /// SHA-256 matches the digest recorded beside it, and both files are ours and private.
+    /// The artifact is read into memory, checked and deserialized from those same bytes, so
+    /// it cannot change between the check and its use (a mapped file could).
+    fn cached(&self, path: &Path, key: &str) -> Option<(Component, CacheOutcome)> {
+        let (file, digest_file) = self.entry(key);
+        if !file.exists() {
+            return None;
+        }
+        let reject = |why: String| {
+            tracing::warn!(
+                plugin = %path.display(),
+                entry = %file.display(),
+                "compile cache entry rejected ({why}); recompiling the plugin"
+            );
+            None
+        };
+        if let Err(e) = crate::trust::check_file(&file).and(crate::trust::check_file(&digest_file))
+        {
+            return reject(e.to_string());
+        }
+        let Some(recorded) = std::fs::read_to_string(&digest_file)
+            .ok()
+            .and_then(|t| ArtifactDigest::parse(&t))
+        else {
+            return reject("no digest recorded for it".into());
+        };
+        if recorded.key != key || recorded.compat != self.compat {
+            return reject("its digest belongs to another entry".into());
+        }
+        let bytes = match std::fs::read(&file) {
+            Ok(b) => b,
+            Err(e) => return reject(format!("unreadable: {e}")),
+        };
+        if hex::encode(Sha256::digest(&bytes)) != recorded.sha256 {
+            return reject(
+                "its content does not match the digest recorded when it was written".into(),
+            );
+        }
+        // SAFETY: these bytes are, digest for digest, what `precompile_component` of an engine
+        // with this compatibility hash wrote into a cache folder only this user can write;
+        // wasmtime checks the header again.
+        match unsafe { Component::deserialize(&self.engine, &bytes) } {
+            Ok(c) => Some((c, CacheOutcome::Hit)),
+            Err(e) => reject(format!("{e}")),
+        }
     }
 
     fn compile(&self, path: &Path, bytes: &[u8]) -> anyhow::Result<Component> {
         Component::from_binary(&self.engine, bytes).map_err(|e| {
             anyhow::anyhow!("{}: not a valid WebAssembly component: {e}", path.display())
         })
+    }
+}
+
+/// What is recorded beside a `.cwasm`: which entry it is and the SHA-256 of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ArtifactDigest {
+    key: String,
+    compat: String,
+    sha256: String,
+}
+
+impl ArtifactDigest {
+    const TAG: &'static str = "rkmcp-cwasm-v1";
+
+    fn render(&self) -> String {
+        format!(
+            "{} {} {} {}\n",
+            Self::TAG,
+            self.key,
+            self.compat,
+            self.sha256
+        )
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.split_ascii_whitespace();
+        if parts.next()? != Self::TAG {
+            return None;
+        }
+        let d = ArtifactDigest {
+            key: parts.next()?.to_string(),
+            compat: parts.next()?.to_string(),
+            sha256: parts.next()?.to_string(),
+        };
+        parts.next().is_none().then_some(d)
     }
 }
 
@@ -203,10 +309,34 @@ fn file_stamp(meta: &std::fs::Metadata) -> String {
 fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = file.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    crate::trust::create_private_dir(dir)?;
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("entry");
     let tmp = dir.join(format!(".{name}.{}-{seq}.tmp", std::process::id()));
     std::fs::write(&tmp, bytes)?;
+    crate::trust::make_private(&tmp)?;
     std::fs::rename(&tmp, file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_digests_round_trip_and_reject_anything_else() {
+        let d = ArtifactDigest {
+            key: "ab".into(),
+            compat: "cd".into(),
+            sha256: "ef".into(),
+        };
+        assert_eq!(ArtifactDigest::parse(&d.render()), Some(d.clone()));
+        for bad in [
+            "",
+            "rkmcp-cwasm-v0 ab cd ef",
+            "rkmcp-cwasm-v1 ab cd",
+            "rkmcp-cwasm-v1 ab cd ef extra",
+        ] {
+            assert_eq!(ArtifactDigest::parse(bad), None, "{bad:?}");
+        }
+    }
 }

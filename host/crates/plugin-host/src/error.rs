@@ -31,6 +31,20 @@ pub enum FaultCause {
         bytes: usize,
         limit: usize,
     },
+    /// The result held more events than one call may return.
+    TooManyEvents {
+        count: usize,
+        limit: usize,
+    },
+    /// Copying the result (or a host call's arguments) out of the plugin would have taken more
+    /// than the grant's output limit; wasmtime stopped the copy before allocating it.
+    CopyLimit {
+        limit: usize,
+    },
+    /// The plugin held more open files, sockets and streams than one instance may.
+    TooManyHandles {
+        limit: usize,
+    },
 }
 
 impl fmt::Display for FaultCause {
@@ -48,6 +62,18 @@ impl fmt::Display for FaultCause {
                     "result of {bytes} bytes exceeds the limit of {limit} bytes"
                 )
             }
+            FaultCause::TooManyEvents { count, limit } => write!(
+                f,
+                "returned {count} events; one call may return at most {limit}"
+            ),
+            FaultCause::CopyLimit { limit } => write!(
+                f,
+                "tried to pass the host more than {limit} bytes in one call (the output limit, max_output_kb)"
+            ),
+            FaultCause::TooManyHandles { limit } => write!(
+                f,
+                "opened too many files, sockets and streams (at most {limit} per instance)"
+            ),
         }
     }
 }

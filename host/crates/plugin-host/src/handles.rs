@@ -97,7 +97,7 @@ impl Detector {
         let session = started.map_err(|message| PluginError::Refused {
             plugin: plugin.name.to_string(),
             call: "start-session".into(),
-            message,
+            message: crate::boundary::reason(message),
         })?;
         Ok(DetectorSession {
             plugin: self.plugin.clone(),
@@ -109,44 +109,31 @@ impl Detector {
     }
 }
 
+/// Bytes a result costs the host: its strings plus a fixed overhead per event, so a flood of
+/// empty events is not free.
 fn event_bytes(events: &[types::Event]) -> usize {
+    const PER_EVENT: usize = 32;
     events
         .iter()
-        .map(|e| match e {
-            types::Event::Text(t) => t.len(),
-            types::Event::ToolCall(c) => c.id.len() + c.name.len() + c.arguments_json.len(),
-            types::Event::Malformed(m) => m.raw.len() + m.error.len(),
+        .map(|e| {
+            PER_EVENT
+                + match e {
+                    types::Event::Text(t) => t.len(),
+                    types::Event::ToolCall(c) => c.id.len() + c.name.len() + c.arguments_json.len(),
+                    types::Event::Malformed(m) => m.raw.len() + m.error.len(),
+                }
         })
         .sum()
 }
 
-/// Converts the plugin's events to rkmcp's native ones. A call whose arguments are not a JSON
-/// object becomes `Malformed`, exactly as a native detector would report it.
+/// Converts the plugin's events to rkmcp's native ones (see [`crate::boundary`]).
 fn convert_events(events: Vec<types::Event>) -> Vec<DetectorEvent> {
     events
         .into_iter()
         .map(|e| match e {
-            types::Event::Text(t) => DetectorEvent::Text(t),
-            types::Event::ToolCall(c) => {
-                match serde_json::from_str::<serde_json::Value>(&c.arguments_json) {
-                    Ok(arguments) if arguments.is_object() => DetectorEvent::ToolCall(ToolCall {
-                        id: c.id,
-                        name: c.name,
-                        arguments,
-                    }),
-                    _ => DetectorEvent::Malformed {
-                        raw: c.arguments_json,
-                        error: format!(
-                            "the arguments of tool call `{}` are not a JSON object",
-                            c.name
-                        ),
-                    },
-                }
-            }
-            types::Event::Malformed(m) => DetectorEvent::Malformed {
-                raw: m.raw,
-                error: m.error,
-            },
+            types::Event::Text(t) => crate::boundary::text(t),
+            types::Event::ToolCall(c) => crate::boundary::tool_call(c.id, c.name, c.arguments_json),
+            types::Event::Malformed(m) => crate::boundary::malformed(m.raw, m.error),
         })
         .collect()
 }
@@ -231,6 +218,7 @@ impl DetectorSession {
             ),
         };
         let r = r.and_then(|events| {
+            plugin.check_events(name, events.len())?;
             plugin.check_output(name, event_bytes(&events))?;
             Ok(events)
         });
@@ -342,7 +330,7 @@ impl SchemaConverter {
             Ok(Err(message)) => Err(PluginError::Refused {
                 plugin: plugin.name.to_string(),
                 call: "convert".into(),
-                message,
+                message: crate::boundary::reason(message),
             }),
             Err(e) => {
                 *guard = None;
@@ -385,7 +373,7 @@ impl SchemaConverter {
             Ok(Err(message)) => Err(PluginError::Refused {
                 plugin: plugin.name.to_string(),
                 call: "format-result".into(),
-                message,
+                message: crate::boundary::reason(message),
             }),
             Err(e) => {
                 *guard = None;
@@ -499,10 +487,15 @@ impl ApprovalGuard {
         });
         match r {
             Ok(types::Decision::Allow) => Ok(Decision::Allow),
-            Ok(types::Decision::Deny(reason)) => Ok(Decision::Deny(reason)),
-            Ok(types::Decision::Ask(q)) if call.interactive => Ok(Decision::Ask(q)),
+            Ok(types::Decision::Deny(reason)) => {
+                Ok(Decision::Deny(crate::boundary::reason(reason)))
+            }
+            Ok(types::Decision::Ask(q)) if call.interactive => {
+                Ok(Decision::Ask(crate::boundary::reason(q)))
+            }
             Ok(types::Decision::Ask(q)) => Ok(Decision::Deny(format!(
-                "needs approval, but rkmcp is not interactive: {q}"
+                "needs approval, but rkmcp is not interactive: {}",
+                crate::boundary::reason(q)
             ))),
             Err(e) => {
                 *guard = None;
@@ -537,11 +530,21 @@ impl ConnectionError {
     ) -> Self {
         use transport::exports::rkmcp::plugin::transport::TransportError as E;
         let plugin = plugin.to_string();
+        let r = crate::boundary::reason;
         match e {
             E::Closed => ConnectionError::Closed { plugin },
-            E::Config(message) => ConnectionError::Config { plugin, message },
-            E::Io(message) => ConnectionError::Io { plugin, message },
-            E::Protocol(message) => ConnectionError::Protocol { plugin, message },
+            E::Config(message) => ConnectionError::Config {
+                plugin,
+                message: r(message),
+            },
+            E::Io(message) => ConnectionError::Io {
+                plugin,
+                message: r(message),
+            },
+            E::Protocol(message) => ConnectionError::Protocol {
+                plugin,
+                message: r(message),
+            },
         }
     }
 }

@@ -85,6 +85,8 @@ type LoadedEntry = (std::time::SystemTime, u64, Arc<Loaded>);
 
 struct HostInner {
     config: PluginsConfig,
+    /// Folders no file grant may reach (see [`PluginsConfig::protected_dirs`]).
+    protected: Vec<crate::trust::Protected>,
     rt: Arc<Runtime>,
     health: Mutex<HashMap<String, Arc<Health>>>,
     output: Mutex<HashMap<String, Arc<OutputLimiter>>>,
@@ -125,6 +127,7 @@ impl PluginHost {
         })?;
         Ok(PluginHost {
             inner: Arc::new(HostInner {
+                protected: config.protected_dirs(),
                 config,
                 rt: Arc::new(rt),
                 health: Mutex::default(),
@@ -383,6 +386,7 @@ impl PluginHost {
                 reason,
             });
         }
+        trusted_plugin_file(path).map_err(|e| PluginError::unusable(name, e))?;
         let meta = std::fs::metadata(path)
             .map_err(|e| PluginError::unusable(name, format!("{}: {e}", path.display())))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
@@ -413,7 +417,7 @@ impl PluginHost {
         let (component, cache) = rt.load_file(path)?;
         let (kind, version) = kind_of(path, &component, &rt.engine)?;
         let manifest = manifest::load_beside(path)?;
-        let settings = settings_for(name, kind, grant, manifest.as_ref())?;
+        let settings = settings_for(&self.inner.protected, name, kind, grant, manifest.as_ref())?;
         let instance_pre = rt.linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!(
                 "{}: imports something rkmcp does not provide: {e}",
@@ -480,8 +484,8 @@ impl PluginHost {
         // Inspecting needs the component even if the plugin is disabled or quarantined.
         let loaded = if grant.enabled == Some(false) || health.quarantined().is_some() {
             let rt = &self.inner.rt;
-            rt.load_file(path)
-                .map_err(|e| format!("{e:#}"))
+            trusted_plugin_file(path)
+                .and_then(|()| rt.load_file(path).map_err(|e| format!("{e:#}")))
                 .map(|(c, cache)| {
                     info.cache = Some(cache);
                     c
@@ -525,6 +529,14 @@ impl PluginHost {
         }
         info
     }
+}
+
+/// A plugin is code the user runs: its folder and file must be writable by the user alone.
+fn trusted_plugin_file(path: &Path) -> Result<(), String> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    crate::trust::check_folder(folder)
+        .and_then(|()| crate::trust::check_file(path))
+        .map_err(|e| format!("refusing to load {}: {e}", path.display()))
 }
 
 fn plugin_name(path: &Path) -> anyhow::Result<String> {
@@ -578,6 +590,7 @@ fn kind_of(
 }
 
 fn settings_for(
+    protected: &[crate::trust::Protected],
     name: &str,
     kind: PluginKind,
     grant: &Grant,
@@ -585,7 +598,7 @@ fn settings_for(
 ) -> anyhow::Result<Settings> {
     let net =
         NetworkPolicy::parse(&grant.network).with_context(|| format!("[plugins.grants.{name}]"))?;
-    let preopens = crate::caps::fs::resolve(name, &grant.files)?;
+    let preopens = crate::caps::fs::resolve(name, &grant.files, protected)?;
     let mut config: BTreeMap<String, String> = manifest
         .map(|m| {
             m.config

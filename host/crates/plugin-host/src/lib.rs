@@ -23,6 +23,8 @@
 //! plugin, call and cause, and discard the instance; `quarantine_after` faults within
 //! `quarantine_window_s` quarantine the plugin.
 
+pub mod boundary;
+pub mod budget;
 mod caps;
 pub mod config;
 mod engine;
@@ -34,6 +36,7 @@ pub mod kind;
 pub mod manifest;
 mod plugin;
 mod state;
+pub mod trust;
 mod v0_1_0;
 
 pub use config::{FileGrant, FileMode, Grant, PluginsConfig};

@@ -26,6 +26,21 @@ use crate::v0_1_0::{approval_guard, detector, schema_converter, transport};
 /// (async) host call such as a socket read.
 pub const HOST_MARGIN: Duration = Duration::from_millis(250);
 
+/// Open files, sockets, streams and pollables one instance may hold at once. Each open file or
+/// socket is a host file descriptor; without a cap, a plugin with any file grant could use up
+/// the host's descriptors (then saving, history, logs and starting servers fail). Real plugins
+/// hold a handful.
+pub const MAX_HANDLES: usize = 256;
+
+/// Events one detector call may return. A model chunk holds a few; a million empty events cost
+/// the host hundreds of MB although they hold no bytes.
+pub const MAX_EVENTS_PER_CALL: usize = 4096;
+
+/// What wasmtime may copy out of the plugin in one call beyond the output limit: room for the
+/// result's own structure and for WASI host calls (a 4 KiB write, a path) of a plugin whose
+/// output limit is tiny.
+const COPY_HEADROOM: usize = 64 * 1024;
+
 /// A grant turned into what the host enforces.
 #[derive(Clone)]
 pub struct Settings {
@@ -146,9 +161,11 @@ impl Loaded {
             self.output.clone(),
         ));
         b.stderr(stderr.clone());
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_HANDLES);
         let state = PluginState {
             wasi: b.build(),
-            table: ResourceTable::new(),
+            table,
             limiter: Limiter::new(s.memory),
             plugin: self.name.clone(),
             config: s.config.clone(),
@@ -160,6 +177,9 @@ impl Loaded {
         };
         let mut store = Store::new(&self.rt.engine, state);
         store.limiter(|st| &mut st.limiter);
+        // wasmtime copies a result out of the plugin before we can look at its size; this caps
+        // that copy (128 MiB by default) at about the output limit.
+        store.set_hostcall_fuel(s.max_output.saturating_add(COPY_HEADROOM));
         store.epoch_deadline_callback(|cx| {
             if Instant::now() >= cx.data().deadline {
                 Ok(UpdateDeadline::Interrupt)
@@ -213,7 +233,20 @@ impl Loaded {
                 .find(|l| l.contains("panicked"))
                 .cloned()
         };
+        let chain = format!("{err:#}");
         let cause = match err.downcast_ref::<Trap>() {
+            _ if chain.contains("fuel allocated for hostcalls has been exhausted") => {
+                FaultCause::CopyLimit {
+                    limit: self.settings.max_output.saturating_add(COPY_HEADROOM),
+                }
+            }
+            _ if err
+                .downcast_ref::<wasmtime::component::ResourceTableError>()
+                .is_some_and(|e| matches!(e, wasmtime::component::ResourceTableError::Full))
+                || chain.contains("resource table has no free keys") =>
+            {
+                FaultCause::TooManyHandles { limit: MAX_HANDLES }
+            }
             Some(Trap::Interrupt) => FaultCause::Deadline {
                 ms: timeout.as_millis() as u64,
             },
@@ -231,9 +264,18 @@ impl Loaded {
             Some(trap) => FaultCause::Trap {
                 message: format!("{trap}{}", tail(&stderr)),
             },
-            None => FaultCause::Trap {
-                message: format!("{err:#}"),
+            None => FaultCause::Trap { message: chain },
+        };
+        // Trap texts carry the plugin's own words (stderr lines, function names of the
+        // backtrace): one line, no control sequences.
+        let cause = match cause {
+            FaultCause::Trap { message } => FaultCause::Trap {
+                message: rkmcp_term_safe::sanitized_inline(message),
             },
+            FaultCause::Panic { message } => FaultCause::Panic {
+                message: rkmcp_term_safe::sanitized_inline(message),
+            },
+            other => other,
         };
         Err(self.fault(call, cause))
     }
@@ -249,6 +291,20 @@ impl Loaded {
         };
         tracing::warn!(plugin = %self.name, "{err}");
         err
+    }
+
+    /// Checks the number of events of a detector call.
+    pub fn check_events(&self, call: &str, count: usize) -> Result<(), PluginError> {
+        if count > MAX_EVENTS_PER_CALL {
+            return Err(self.fault(
+                call,
+                FaultCause::TooManyEvents {
+                    count,
+                    limit: MAX_EVENTS_PER_CALL,
+                },
+            ));
+        }
+        Ok(())
     }
 
     /// Checks the size of a call's result against the grant.

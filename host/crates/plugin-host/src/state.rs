@@ -104,9 +104,11 @@ impl v0_1_0::Host for PluginState {
         let plugin = &*self.plugin;
         let fields = fields
             .iter()
-            .map(|(k, v)| format!("{k}={v:?}"))
+            .map(|(k, v)| format!("{}={v:?}", rkmcp_term_safe::sanitize_inline(k)))
             .collect::<Vec<_>>()
             .join(" ");
+        let fields = rkmcp_term_safe::sanitized_inline(fields);
+        let message = rkmcp_term_safe::sanitize_inline(&message);
         match level {
             LogLevel::Trace => tracing::trace!(plugin, fields, "{message}"),
             LogLevel::Debug => tracing::debug!(plugin, fields, "{message}"),

@@ -36,6 +36,10 @@ const MODES: &[&str] = &[
     "panic",
     "log",
     "config",
+    "events",
+    "open-files",
+    "panic-with",
+    "say",
 ];
 
 impl Guest for Plugin {
@@ -127,6 +131,29 @@ impl GuestSession for Hostile {
                 vec![]
             }
             "config" => outcome(rkmcp::plugin::host::config_get(&chunk).ok_or("unset")),
+            // `chunk` empty events: no bytes, but each costs the host memory.
+            "events" => vec![Event::Text(String::new()); chunk.parse().unwrap_or(1_000_000)],
+            // Opens `chunk` again and again and keeps every file open.
+            "open-files" => {
+                let mut open = Vec::new();
+                let r = loop {
+                    if open.len() == 100_000 {
+                        break Ok(open.len());
+                    }
+                    match std::fs::File::open(&chunk) {
+                        Ok(f) => open.push(f),
+                        Err(e) => break Err(format!("after {} files: {e}", open.len())),
+                    }
+                };
+                outcome(r)
+            }
+            "panic-with" => panic!("{chunk}"),
+            // Says `chunk` everywhere a plugin can: stderr, the host log and a text event.
+            "say" => {
+                eprintln!("{chunk}");
+                rkmcp::plugin::host::log(LogLevel::Warn, &chunk, &[(chunk.clone(), chunk.clone())]);
+                vec![Event::Text(chunk)]
+            }
             _ => unreachable!("mode checked in start-session"),
         }
     }

@@ -1,5 +1,7 @@
 //! Test transport: newline-delimited JSON-RPC over plain TCP, to the address in config `addr`.
-//! Exercises wasi:sockets through the host's network grant.
+//! Exercises wasi:sockets through the host's network grant. With config `flood = "garbage"` or
+//! `flood = "nested"` it opens no socket and answers every `receive` with a message that is not
+//! JSON-RPC (text with escape sequences, or 100 000 nested brackets): a hostile transport.
 use std::cell::RefCell;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -17,6 +19,8 @@ struct Plugin;
 struct Tcp {
     stream: RefCell<Option<TcpStream>>,
     pending: RefCell<Vec<u8>>,
+    flood: Option<String>,
+    closed: std::cell::Cell<bool>,
 }
 
 fn io(e: std::io::Error) -> TransportError {
@@ -27,6 +31,14 @@ impl Guest for Plugin {
     type Connection = Tcp;
 
     fn connect(config: Vec<(String, String)>) -> Result<Connection, TransportError> {
+        if let Some((_, mode)) = config.iter().find(|(k, _)| k == "flood") {
+            return Ok(Connection::new(Tcp {
+                stream: RefCell::new(None),
+                pending: RefCell::new(Vec::new()),
+                flood: Some(mode.clone()),
+                closed: std::cell::Cell::new(false),
+            }));
+        }
         let addr = config
             .iter()
             .find(|(k, _)| k == "addr")
@@ -38,6 +50,8 @@ impl Guest for Plugin {
         Ok(Connection::new(Tcp {
             stream: RefCell::new(Some(stream)),
             pending: RefCell::new(Vec::new()),
+            flood: None,
+            closed: std::cell::Cell::new(false),
         }))
     }
 }
@@ -57,6 +71,13 @@ impl Tcp {
 
 impl GuestConnection for Tcp {
     fn send(&self, message: String) -> Result<(), TransportError> {
+        if self.flood.is_some() {
+            return if self.closed.get() {
+                Err(TransportError::Closed)
+            } else {
+                Ok(())
+            };
+        }
         let mut guard = self.stream.borrow_mut();
         let stream = guard.as_mut().ok_or(TransportError::Closed)?;
         let mut bytes = message.into_bytes();
@@ -76,6 +97,16 @@ impl GuestConnection for Tcp {
     }
 
     fn receive(&self, timeout_ms: u32) -> Result<Option<String>, TransportError> {
+        match self.flood.as_deref() {
+            _ if self.closed.get() => return Err(TransportError::Closed),
+            Some("nested") => return Ok(Some("[".repeat(100_000))),
+            Some(_) => {
+                return Ok(Some(
+                    "this is not JSON-RPC \x1b]0;pwned\x07\x1b[2J".to_string(),
+                ));
+            }
+            None => {}
+        }
         let deadline = Instant::now() + Duration::from_millis(timeout_ms.into());
         loop {
             if let Some(line) = self.take_line()? {
@@ -102,6 +133,7 @@ impl GuestConnection for Tcp {
     }
 
     fn close(&self) -> Result<(), TransportError> {
+        self.closed.set(true);
         self.stream.borrow_mut().take();
         Ok(())
     }

@@ -8,6 +8,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::config::{FileGrant, FileMode};
 use crate::grants::check_guest_path;
+use crate::trust::{Protected, grant_conflict};
 
 /// A file grant after checking: the real host directory and the guest path.
 #[derive(Debug, Clone)]
@@ -17,7 +18,11 @@ pub struct Preopen {
     pub mode: FileMode,
 }
 
-pub fn resolve(plugin: &str, grants: &[FileGrant]) -> anyhow::Result<Vec<Preopen>> {
+pub fn resolve(
+    plugin: &str,
+    grants: &[FileGrant],
+    protected: &[Protected],
+) -> anyhow::Result<Vec<Preopen>> {
     let mut out: Vec<Preopen> = Vec::new();
     for g in grants {
         check_guest_path(&g.guest)
@@ -32,6 +37,20 @@ pub fn resolve(plugin: &str, grants: &[FileGrant]) -> anyhow::Result<Vec<Preopen
             bail!(
                 "plugin `{plugin}` file grant: {} is not a directory",
                 host.display()
+            );
+        }
+        if let Some(p) = grant_conflict(&host, g.mode == FileMode::Rw, protected) {
+            let how = if p.no_read { "any" } else { "read-write" };
+            bail!(
+                "plugin `{plugin}` file grant: {} overlaps {} ({}); {how} access there would let a plugin {}. Grant a folder that neither contains it nor lies inside it",
+                host.display(),
+                p.what,
+                p.path.display(),
+                if p.no_read {
+                    "read secrets"
+                } else {
+                    "replace code that rkmcp runs"
+                }
             );
         }
         let guest = if g.guest.len() > 1 {

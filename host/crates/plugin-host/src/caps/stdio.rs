@@ -126,7 +126,9 @@ impl LogStream {
         };
         let mut lines: Vec<String> = s.last_stderr.iter().cloned().collect();
         if !s.partial.is_empty() {
-            lines.push(String::from_utf8_lossy(&s.partial).into_owned());
+            lines.push(rkmcp_term_safe::sanitized_inline(
+                String::from_utf8_lossy(&s.partial).into_owned(),
+            ));
         }
         lines
     }
@@ -135,7 +137,10 @@ impl LogStream {
         let Ok(mut s) = self.state.lock() else { return };
         for &b in buf {
             if b == b'\n' {
-                let line = String::from_utf8_lossy(&s.partial).into_owned();
+                // Cleaned once here: the line is logged and may be quoted in a fault report.
+                let line = rkmcp_term_safe::sanitized_inline(
+                    String::from_utf8_lossy(&s.partial).into_owned(),
+                );
                 s.partial.clear();
                 if matches!(self.stream, Stream::Stderr) {
                     if s.last_stderr.len() == KEEP_STDERR_LINES {

@@ -1,0 +1,27 @@
+//! `host/src/config`'s parsing modules, compiled in from their source. `ConfigError` stands in
+//! for the one in `config/mod.rs` (a message and a position, formatted alike).
+use std::path::Path;
+
+#[derive(Debug, Clone)]
+pub struct ConfigError {
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ConfigError {
+            message: message.into(),
+        }
+    }
+
+    pub fn at(path: &Path, line: usize, col: usize, key: Option<String>, m: String) -> Self {
+        ConfigError::new(format!("{}:{line}:{col} {key:?}: {m}", path.display()))
+    }
+}
+
+#[path = "../../../host/src/config/file.rs"]
+pub mod file;
+#[path = "../../../host/src/config/raw.rs"]
+pub mod raw;
+#[path = "../../../host/src/config/subst.rs"]
+pub mod subst;

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Fuzzing (fuzz/): replays fuzz/regressions/TARGET/* (every crash found so far), then fuzzes each
+# target for RKMCP_FUZZ_SECONDS (default 20 s; 5 targets ≈ 100 s plus a ~1 min build), seeded
+# with the repository's own corpora. Skips, saying why, if the pinned nightly or cargo-fuzz is
+# missing (scripts/setup.d/60-fuzz.sh installs them) or RKMCP_NO_FUZZ=1.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+deps="${RKMCP_DEPS:-$repo/.deps}"
+nightly=nightly-2026-05-20
+seconds="${RKMCP_FUZZ_SECONDS:-20}"
+if [ "${RKMCP_NO_FUZZ:-0}" = 1 ]; then
+  echo "70-fuzz: skipped (RKMCP_NO_FUZZ=1)" >&2
+  exit 0
+fi
+export PATH="$deps/cargo-fuzz/bin:$PATH"
+if ! rustup run "$nightly" rustc --version >/dev/null 2>&1 || ! command -v cargo-fuzz >/dev/null; then
+  echo "70-fuzz: skipped: $nightly or cargo-fuzz is not installed (run scripts/setup.d/60-fuzz.sh)" >&2
+  exit 0
+fi
+cd "$repo/fuzz"
+started=$(date +%s)
+cargo "+$nightly" fuzz build -O
+echo "70-fuzz: build took $(( $(date +%s) - started )) s" >&2
+
+# Seeds: files the repository already has for each target (copied, so libFuzzer's additions
+# land in fuzz/corpus/, which git ignores).
+seed() {
+  local target=$1; shift
+  mkdir -p "corpus/$target"
+  for src in "$@"; do
+    [ -d "$src" ] && find "$src" -type f -size -64k -exec cp -n {} "corpus/$target/" \;
+  done
+  return 0
+}
+seed detectors "$repo/host/crates/tool-formats/corpus"
+seed grammar "$repo/host/crates/tool-formats/converter-corpus/tools"
+seed wit_boundary
+seed session_messages
+seed config "$repo/config"
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+total=0
+for target in $(cargo "+$nightly" fuzz list); do
+  if [ -d "regressions/$target" ]; then
+    if ! cargo "+$nightly" fuzz run -O "$target" regressions/"$target"/* -- -runs=0 >"$log" 2>&1; then
+      tail -n 40 "$log" >&2
+      echo "70-fuzz: $target fails on a saved regression input (fuzz/regressions/$target)" >&2
+      exit 1
+    fi
+  fi
+  if ! cargo "+$nightly" fuzz run -O "$target" "corpus/$target" -- \
+      -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
+    tail -n 60 "$log" >&2
+    echo "70-fuzz: $target found a crash; the input is in fuzz/artifacts/$target/" >&2
+    exit 1
+  fi
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  echo "70-fuzz: $target: ${runs:-?} executions in ${seconds} s" >&2
+  total=$(( total + ${runs:-0} ))
+done
+echo "70-fuzz: $total executions; finished in $(( $(date +%s) - started )) s" >&2

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Fuzzing (fuzz/, run by scripts/check.d/70-fuzz.sh): a pinned nightly (libFuzzer's sanitizer
+# flags need it; ~1 min to download, minimal profile) and cargo-fuzz, built once into
+# $RKMCP_DEPS/cargo-fuzz (~1.5 min on one core). Set RKMCP_NO_FUZZ=1 to skip both.
+set -euo pipefail
+[ "${RKMCP_NO_FUZZ:-0}" = 1 ] && exit 0
+deps="${RKMCP_DEPS:?}"
+nightly=nightly-2026-05-20
+cargo_fuzz_version=0.13.2
+if ! rustup run "$nightly" rustc --version >/dev/null 2>&1; then
+  rustup toolchain install "$nightly" --profile minimal
+fi
+if [ ! -x "$deps/cargo-fuzz/bin/cargo-fuzz" ] ||
+   ! "$deps/cargo-fuzz/bin/cargo-fuzz" --version | grep -q "$cargo_fuzz_version"; then
+  cargo install cargo-fuzz --version "$cargo_fuzz_version" --locked --root "$deps/cargo-fuzz"
+fi
