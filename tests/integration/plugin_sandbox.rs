@@ -338,13 +338,11 @@ async fn huge_result_is_refused() {
     let f = fixture();
     let host = f.host("[grants.hostile]\ncall_timeout_ms = 5000\nmax_output_kb = 1024");
     let (cause, msg) = fault(probe(&host, "huge", "8").await);
-    assert_eq!(
-        cause,
-        FaultCause::OutputTooLarge {
-            bytes: 8 << 20,
-            limit: 1 << 20
-        },
-        "{msg}"
+    // wasmtime stops the copy out of the guest near the output limit, before the 8 MiB string is
+    // allocated in the host (issue 17, finding 5).
+    assert!(
+        matches!(cause, FaultCause::CopyLimit { limit } if (1 << 20..8 << 20).contains(&limit)),
+        "{cause:?}: {msg}"
     );
     // Within the limit it is delivered.
     let ok = probe(&host, "huge", "0").await.unwrap();

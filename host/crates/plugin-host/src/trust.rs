@@ -125,9 +125,14 @@ pub fn normalize(path: &Path) -> PathBuf {
             }
             return lexical(&out);
         }
-        match (existing.parent(), existing.file_name()) {
-            (Some(p), Some(name)) => {
-                rest.push(name);
+        // The last component, `..` included (`file_name` has none for `a/..`): a missing
+        // component cannot be a symlink, so what follows it is resolved lexically.
+        match (existing.parent(), existing.components().next_back()) {
+            (
+                Some(p),
+                Some(last @ (Component::Normal(_) | Component::ParentDir | Component::CurDir)),
+            ) => {
+                rest.push(last.as_os_str());
                 existing = p;
             }
             _ => return lexical(&abs),

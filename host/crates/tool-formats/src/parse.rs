@@ -372,7 +372,20 @@ impl<'a> Py<'a> {
     }
 
     fn err(&self, what: &str) -> String {
-        let near: String = self.rest().chars().take(20).collect();
+        // Control characters are escaped: the error is one line, shown to people and to the model.
+        let near: String = self
+            .rest()
+            .chars()
+            .take(20)
+            .flat_map(|c| {
+                let escaped: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                escaped
+            })
+            .collect();
         if near.is_empty() {
             format!("{what} at end of input")
         } else {
