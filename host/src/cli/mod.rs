@@ -20,6 +20,7 @@ mod plugins;
 mod roots_command;
 pub mod sampling_prompt;
 pub mod status;
+mod tasks;
 
 /// A mistake in how rkmcp was invoked (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +98,9 @@ pub enum Command {
     Models(models::ModelsCommand),
     /// Check backends, the RKLLM runtime, NPU devices, models, plugins and servers.
     Doctor(doctor::DoctorArgs),
+    /// The tasks servers run for tool calls: list, show, cancel.
+    #[command(subcommand)]
+    Tasks(tasks::TasksCommand),
     /// Sign in to remote MCP servers (OAuth), show sign-ins, sign out.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
@@ -253,6 +257,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Models(cmd) => models::run(&ctx, cmd).await,
         Command::Doctor(args) => doctor::run(&ctx, args).await,
         Command::Auth(cmd) => auth::run(&ctx, cmd).await,
+        Command::Tasks(cmd) => tasks::run(&ctx, cmd).await,
         Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
     }
 }

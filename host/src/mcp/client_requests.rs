@@ -65,6 +65,8 @@ pub fn default_capabilities() -> ClientCapabilities {
         "roots": { "listChanged": true },
         "sampling": {},
         "elicitation": { "form": {}, "url": {} },
+        // Tool calls may become tasks (2026-07-28 tasks extension; see tasks.rs).
+        "extensions": { (super::tasks::TASKS_EXTENSION): {} },
     }))
     .unwrap_or_default()
 }
@@ -290,5 +292,6 @@ mod tests {
         assert_eq!(caps["roots"]["listChanged"], true);
         assert!(caps["sampling"].is_object());
         assert!(caps["elicitation"]["form"].is_object());
+        assert!(caps["extensions"][super::super::tasks::TASKS_EXTENSION].is_object());
     }
 }

@@ -8,6 +8,7 @@ pub mod client_requests;
 pub mod elicitation;
 pub mod health;
 pub mod http;
+pub mod listen;
 pub mod manager;
 pub mod monitor;
 pub mod naming;
@@ -16,6 +17,7 @@ pub mod plugin_transport;
 pub mod roots;
 pub mod session;
 pub mod sse;
+pub mod tasks;
 
 pub use client_requests::{ClientRequests, NonInteractive};
 pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};
