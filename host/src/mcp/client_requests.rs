@@ -50,6 +50,10 @@ pub trait ClientRequests: Send + Sync + 'static {
     /// The current roots, for `roots/list`.
     fn roots(&self) -> Vec<Root>;
 
+    /// A notification rmcp has no type for (e.g. `notifications/elicitation/complete`, which
+    /// ends a URL-mode elicitation). Default: ignored.
+    fn notification(&self, _server: &str, _method: &str, _params: Option<&Value>) {}
+
     /// The shared list behind [`ClientRequests::roots`], when it can be changed at run time
     /// (the chat's `/roots add|remove`). `None`: this implementation's roots are fixed.
     fn roots_handle(&self) -> Option<Roots> {

@@ -18,6 +18,7 @@ pub mod roots;
 pub mod session;
 pub mod sse;
 pub mod tasks;
+pub mod url_wait;
 
 pub use client_requests::{ClientRequests, NonInteractive};
 pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};

@@ -262,6 +262,11 @@ impl ClientHandler for SessionHandler {
         notification: CustomNotification,
         _context: NotificationContext<RoleClient>,
     ) {
+        self.requests.notification(
+            &self.server,
+            &notification.method,
+            notification.params.as_ref(),
+        );
         let _ = self.events.send(SessionEvent::Notification {
             server: self.server.clone(),
             method: notification.method,
