@@ -19,6 +19,9 @@
 //!   `tasks/get` carries the result or error inline and the input requests of an
 //!   `input_required` task, answered with `tasks/update`; `tasks/cancel` is an acknowledgement.
 //!   There is no `tasks/list`. This side uses rmcp's typed requests.
+//
+// Sampling and roots (answered for `input_required` tasks) are deprecated by SEP-2577.
+#![allow(deprecated)]
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -159,7 +162,8 @@ async fn supports_core_tasks(session: &Session) -> bool {
     {
         return known;
     }
-    let probe = custom(&session.peer(), "tasks/get", json!({"taskId": "rkmcp-probe"}));
+    let peer = session.peer();
+    let probe = custom(&peer, "tasks/get", json!({"taskId": "rkmcp-probe"}));
     let known = match tokio::time::timeout(session.config.request_timeout, probe).await {
         Ok(Ok(_)) => true,
         Ok(Err(rmcp::ServiceError::McpError(e))) => e.code != ErrorCode::METHOD_NOT_FOUND,
@@ -342,8 +346,9 @@ async fn follow(
     // 2025-11-25: `tasks/result` returns the result (or the error) and, for an
     // `input_required` task, lets the server ask its questions while it waits.
     let waiting = task.status == "input_required";
+    let peer = session.peer();
     let fetch = custom(
-        &session.peer(),
+        &peer,
         "tasks/result",
         json!({"taskId": task.task_id}),
     );
@@ -479,6 +484,10 @@ async fn answer_inputs(
                 client.elicit(&server, r.params).await.and_then(|r| to_json(&r))
             }
             InputRequest::ListRoots(_) => to_json(&ListRootsResult::new(client.roots())),
+            _ => Err(rmcp::ErrorData::invalid_params(
+                "rkmcp cannot answer this kind of input request",
+                None,
+            )),
         };
         let answer = answer.map_err(|e| format!("input request `{key}`: {}", e.message))?;
         responses.insert(key, answer);
