@@ -41,6 +41,10 @@ pub const TASKS_EXTENSION: &str = rmcp::model::TASKS_EXTENSION_ID;
 /// How long rkmcp asks a 2025-11-25 server to keep a task (the server may choose otherwise).
 pub const REQUESTED_TTL_MS: u64 = 10 * 60 * 1000;
 
+/// How long the once-per-connection question "does this 2025-11-25 server have tasks?" may
+/// take: a server that leaves an unknown method unanswered must not hold up its first call.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Polling bounds: the server's `pollInterval` is honoured within these; without one, polling
 /// starts at [`FIRST_POLL`] and backs off by half each unchanged poll up to [`MAX_POLL`].
 pub const MIN_POLL: Duration = Duration::from_millis(50);
@@ -164,11 +168,14 @@ async fn supports_core_tasks(session: &Session) -> bool {
     }
     let peer = session.peer();
     let probe = custom(&peer, "tasks/get", json!({"taskId": "rkmcp-probe"}));
-    let known = match tokio::time::timeout(session.config.request_timeout, probe).await {
+    let limit = session.config.request_timeout.min(PROBE_TIMEOUT);
+    let known = match tokio::time::timeout(limit, probe).await {
         Ok(Ok(_)) => true,
         Ok(Err(rmcp::ServiceError::McpError(e))) => e.code != ErrorCode::METHOD_NOT_FOUND,
-        // No answer says nothing about tasks; ask again next time.
-        _ => return false,
+        // A server that does not answer an unknown method promptly runs no tasks either.
+        Err(_) => false,
+        // The connection failed: ask again on the next call (or after the restart).
+        Ok(Err(_)) => return false,
     };
     *lock(&session.tasks.probed) = Some((epoch, known));
     known
