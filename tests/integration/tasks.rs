@@ -239,7 +239,7 @@ fn ctrl_c_in_tools_call_cancels_the_running_task() {
             "rkmcp.toml",
             &tasks_server("t", version, &journal_path, false),
         );
-        let mut child = rkmcp_command(
+        let child = rkmcp_command(
             home.path(),
             &[
                 "--config",
