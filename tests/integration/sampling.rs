@@ -319,13 +319,28 @@ fn in_chat_at_a_terminal_sampling_is_approved_then_its_answer_is_sent() {
             "request_timeout = \"180s\"\nprotocol = \"2025-11-25\"\nallow = [\"summarize\"]",
         )
     );
-    let config = write(home.path(), "rkmcp.toml", &toml).display().to_string();
+    let config = write(home.path(), "rkmcp.toml", &toml)
+        .display()
+        .to_string();
     let mut p = chat_on_terminal(
         home.path(),
         &[
-            "--config", &config, "chat", "--no-history", "--tool-choice", "required",
-            "--max-rounds", "2", "--max-tokens", "48", "--temperature", "0", "--threads", "1",
-            "--ctx", "2048",
+            "--config",
+            &config,
+            "chat",
+            "--no-history",
+            "--tool-choice",
+            "required",
+            "--max-rounds",
+            "2",
+            "--max-tokens",
+            "48",
+            "--temperature",
+            "0",
+            "--threads",
+            "1",
+            "--ctx",
+            "2048",
         ],
     );
     p.exp_string("/help").expect("no chat prompt");

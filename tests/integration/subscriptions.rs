@@ -53,11 +53,17 @@ async fn a_2026_subscription_listens_and_unsubscribing_stops_it() {
 
     session.call_tool("bump", None).await.unwrap();
     assert!(
-        next_update(&mut events, Duration::from_secs(10)).await.is_some(),
+        next_update(&mut events, Duration::from_secs(10))
+            .await
+            .is_some(),
         "no update through subscriptions/listen"
     );
     session.call_tool("bump", None).await.unwrap();
-    assert!(next_update(&mut events, Duration::from_secs(10)).await.is_some());
+    assert!(
+        next_update(&mut events, Duration::from_secs(10))
+            .await
+            .is_some()
+    );
 
     session.unsubscribe_resource(URI).await.unwrap();
     assert!(session.subscribed().is_empty());

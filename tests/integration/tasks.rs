@@ -14,7 +14,10 @@ const VERSIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 
 fn tasks_server(name: &str, version: &str, journal: &Path, seed: bool) -> String {
     let mut args = vec![
-        repo().join("tests/servers/tasks_server.py").display().to_string(),
+        repo()
+            .join("tests/servers/tasks_server.py")
+            .display()
+            .to_string(),
         "--journal".into(),
         journal.display().to_string(),
     ];
@@ -42,7 +45,10 @@ fn wait_for_journal(path: &Path, line: &str) -> String {
         if text.lines().any(|l| l.starts_with(line)) {
             return text;
         }
-        assert!(Instant::now() < deadline, "no `{line}` in the journal:\n{text}");
+        assert!(
+            Instant::now() < deadline,
+            "no `{line}` in the journal:\n{text}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -83,7 +89,10 @@ async fn a_task_capable_call_runs_as_a_task_and_its_result_comes_back() {
         assert_eq!(text_of(&result), "counted to 3", "{version}");
         // The call went through a task, whose status was announced while it ran.
         let text = journal(&journal_path);
-        assert!(text.contains("created task-1 slow_count"), "{version}: {text}");
+        assert!(
+            text.contains("created task-1 slow_count"),
+            "{version}: {text}"
+        );
         assert!(text.contains("completed task-1"), "{version}: {text}");
         let mut statuses = Vec::new();
         while let Ok(event) = events.try_recv() {
@@ -147,9 +156,11 @@ async fn dropping_a_task_call_cancels_the_task_on_the_server() {
         .expect("no task status");
         call.abort();
         let _ = call.await;
-        let text = tokio::task::spawn_blocking(move || wait_for_journal(&journal_path, "cancelled task-1"))
-            .await
-            .unwrap();
+        let text = tokio::task::spawn_blocking(move || {
+            wait_for_journal(&journal_path, "cancelled task-1")
+        })
+        .await
+        .unwrap();
         assert!(!text.contains("completed task-1"), "{version}: {text}");
         manager.shutdown().await;
     }
@@ -183,7 +194,10 @@ fn tasks_command_lists_gets_and_cancels() {
         &tasks_server("t", "2025-11-25", &journal_path, true),
     );
     let config = config.display().to_string();
-    let out = run_rkmcp(home.path(), &["--config", &config, "--json", "tasks", "list"]);
+    let out = run_rkmcp(
+        home.path(),
+        &["--config", &config, "--json", "tasks", "list"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(listed["tasks"][0]["taskId"], "seed-1", "{listed}");
@@ -266,7 +280,10 @@ fn ctrl_c_in_tools_call_cancels_the_running_task() {
         let out = child.wait_with_output().unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{version}: {err}");
-        assert!(err.contains("task task-1 (slow_count) working"), "{version}: {err}");
+        assert!(
+            err.contains("task task-1 (slow_count) working"),
+            "{version}: {err}"
+        );
         assert!(err.contains("interrupted"), "{version}: {err}");
         let text = wait_for_journal(&journal_path, "cancelled task-1");
         assert!(!text.contains("completed task-1"), "{version}: {text}");

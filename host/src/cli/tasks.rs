@@ -91,7 +91,9 @@ async fn dispatch(
             for (session, api) in &sessions {
                 match tasks::list(session, *api).await {
                     Ok(list) => rows.extend(list.into_iter().map(|t| (session.name(), t))),
-                    Err(e) => failures.push(json!({"server": session.name(), "error": e.to_string()})),
+                    Err(e) => {
+                        failures.push(json!({"server": session.name(), "error": e.to_string()}))
+                    }
                 }
             }
             if ctx.global.json {
@@ -136,8 +138,9 @@ async fn dispatch(
                                 output::warn(format!("the task failed: {error}"));
                             }
                         }
-                        return Ok(exit(detail.task.status != "completed"
-                            && detail.task.is_terminal()));
+                        return Ok(exit(
+                            detail.task.status != "completed" && detail.task.is_terminal(),
+                        ));
                     }
                     Err(e) => errors.push(e.to_string()),
                 }

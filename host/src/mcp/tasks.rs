@@ -155,7 +155,9 @@ pub async fn api_for(session: &Session, tool: &str) -> Option<TaskApi> {
     if lock(&session.tasks.plain_tools).contains(tool) {
         return None;
     }
-    supports_core_tasks(session).await.then_some(TaskApi::Core2025)
+    supports_core_tasks(session)
+        .await
+        .then_some(TaskApi::Core2025)
 }
 
 /// Whether a 2025-11-25 server serves `tasks/*`, asked once per connection.
@@ -339,8 +341,8 @@ async fn follow(
         if api == TaskApi::Extension && detail.task.status == "input_required" {
             respond_in_task(session, &detail).await?;
         }
-        let changed = detail.task.status != task.status
-            || detail.task.status_message != task.status_message;
+        let changed =
+            detail.task.status != task.status || detail.task.status_message != task.status_message;
         if changed {
             announce(session, tool, &detail.task);
         }
@@ -354,11 +356,7 @@ async fn follow(
     // `input_required` task, lets the server ask its questions while it waits.
     let waiting = task.status == "input_required";
     let peer = session.peer();
-    let fetch = custom(
-        &peer,
-        "tasks/result",
-        json!({"taskId": task.task_id}),
-    );
+    let fetch = custom(&peer, "tasks/result", json!({"taskId": task.task_id}));
     let answer = if waiting {
         fetch.await.map_err(|e| service_error(session, &what, e))?
     } else {
@@ -395,9 +393,8 @@ fn outcome(
 ) -> Result<CallToolResult, SessionError> {
     match task.status.as_str() {
         "completed" => {
-            let result = result.ok_or_else(|| {
-                request_error(session, what, "completed without a result".into())
-            })?;
+            let result = result
+                .ok_or_else(|| request_error(session, what, "completed without a result".into()))?;
             serde_json::from_value(result)
                 .map_err(|e| request_error(session, what, format!("unreadable result: {e}")))
         }
@@ -487,9 +484,10 @@ async fn answer_inputs(
                 .create_message(&server, r.params)
                 .await
                 .and_then(|r| to_json(&r)),
-            InputRequest::Elicitation(r) => {
-                client.elicit(&server, r.params).await.and_then(|r| to_json(&r))
-            }
+            InputRequest::Elicitation(r) => client
+                .elicit(&server, r.params)
+                .await
+                .and_then(|r| to_json(&r)),
             InputRequest::ListRoots(_) => to_json(&ListRootsResult::new(client.roots())),
             _ => Err(rmcp::ErrorData::invalid_params(
                 "rkmcp cannot answer this kind of input request",
@@ -507,7 +505,11 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, rmcp::ErrorData> {
 }
 
 /// `tasks/get`, with the outcome where the protocol carries it inline.
-pub async fn get(session: &Session, api: TaskApi, task_id: &str) -> Result<TaskDetail, SessionError> {
+pub async fn get(
+    session: &Session,
+    api: TaskApi,
+    task_id: &str,
+) -> Result<TaskDetail, SessionError> {
     let what = format!("getting task `{task_id}`");
     let value = match api {
         TaskApi::Core2025 => {
@@ -726,7 +728,11 @@ mod tests {
             d = next_poll(Some(d), None, false);
         }
         assert_eq!(d, MAX_POLL);
-        assert_eq!(next_poll(Some(d), None, true), FIRST_POLL, "a change resets");
+        assert_eq!(
+            next_poll(Some(d), None, true),
+            FIRST_POLL,
+            "a change resets"
+        );
     }
 
     #[test]

@@ -70,12 +70,19 @@ mod tests {
         let urls = UrlCompletions::default();
         let mut mine = urls.expect("s", "e1");
         let other = urls.expect("t", "e1");
-        assert!(!urls.notified("s", "notifications/other", Some(&json!({"elicitationId": "e1"}))));
+        assert!(!urls.notified(
+            "s",
+            "notifications/other",
+            Some(&json!({"elicitationId": "e1"}))
+        ));
         assert!(!urls.notified("s", COMPLETE_METHOD, Some(&json!({"elicitationId": "e2"}))));
         assert!(mine.try_recv().is_err(), "not yet");
         assert!(urls.notified("s", COMPLETE_METHOD, Some(&json!({"elicitationId": "e1"}))));
         assert!(mine.await.is_ok());
-        assert!(!urls.notified("s", COMPLETE_METHOD, Some(&json!({"elicitationId": "e1"}))), "once");
+        assert!(
+            !urls.notified("s", COMPLETE_METHOD, Some(&json!({"elicitationId": "e1"}))),
+            "once"
+        );
         drop(other);
     }
 }
