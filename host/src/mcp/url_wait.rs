@@ -16,10 +16,13 @@ pub const COMPLETE_METHOD: &str = "notifications/elicitation/complete";
 /// How long an accepted visit is waited for before the user is told nothing came back.
 pub const URL_WAIT: Duration = Duration::from_secs(10 * 60);
 
+/// The waiting visits, by (server, elicitation id).
+type Waiting = HashMap<(String, String), oneshot::Sender<()>>;
+
 /// Accepted URL-mode elicitations waiting for their completion notification.
 #[derive(Debug, Default, Clone)]
 pub struct UrlCompletions {
-    waiting: Arc<Mutex<HashMap<(String, String), oneshot::Sender<()>>>>,
+    waiting: Arc<Mutex<Waiting>>,
 }
 
 impl UrlCompletions {
@@ -55,7 +58,7 @@ impl UrlCompletions {
             .remove(&(server.to_string(), elicitation_id.to_string()));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), oneshot::Sender<()>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Waiting> {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
