@@ -209,3 +209,22 @@ fn without_a_terminal_a_form_is_declined_with_a_notice_or_accepted_with_defaults
     assert_eq!(result["content"]["size"], "m");
     assert_eq!(result["content"]["tags"], serde_json::json!(["x", "z"]));
 }
+
+#[test]
+fn a_url_visit_is_shown_and_its_completion_notification_is_waited_for() {
+    let home = tempfile::tempdir().unwrap();
+    let config = client_requests_config(home.path());
+    let mut p = on_terminal(
+        home.path(),
+        &["--config", &config, "tools", "call", "client/visit"],
+    );
+    p.exp_string("https://example.org/sign-in")
+        .expect("the URL was not shown");
+    // "open it in the browser" is first; one down is "I'll open it myself".
+    answer(&mut p, "Go there?", &[DOWN, ENTER]);
+    // The server sends notifications/elicitation/complete for elicit-1 after the accept.
+    p.exp_string("confirms the visit to https://example.org/sign-in is complete")
+        .expect("the completion notification was not reported");
+    let output = p.exp_eof().unwrap();
+    assert_eq!(tool_json(&output)["action"], "accept", "{output}");
+}

@@ -14,6 +14,8 @@ mod remote;
 mod elicitation;
 mod health;
 mod sampling;
+mod subscriptions;
+mod tasks;
 
 mod plugin_default_plugins;
 mod plugin_detector_native_equals_component;

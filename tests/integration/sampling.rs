@@ -288,3 +288,83 @@ async fn one_generation_at_a_time_the_second_waits_or_gives_up() {
     assert!(first.finish().await.is_ok());
     assert!(waited.finish().await.is_ok());
 }
+
+/// `rkmcp chat` on a pseudo-terminal (rexpect), ANSI sequences stripped from what is read.
+fn chat_on_terminal(home: &std::path::Path, args: &[&str]) -> rexpect::session::PtySession {
+    let mut cmd = rkmcp_command(home, args);
+    cmd.env("TERM", "xterm-256color").env("NO_COLOR", "1");
+    rexpect::session::spawn_with_options(
+        cmd,
+        rexpect::reader::Options::new()
+            .timeout_ms(Some(180_000))
+            .strip_ansi_escape_codes(true),
+    )
+    .expect("cannot start rkmcp chat on a pseudo-terminal")
+}
+
+// First run (09:17): the model's call was cut off at --max-tokens 48 before the sampling request;
+// the budget is raised and the message shortened, not yet re-run (no build time left).
+#[test]
+#[ignore = "re-run after raising the token budget: cargo test --release --test integration -- --ignored sampling::in_chat_at_a_terminal"]
+fn in_chat_at_a_terminal_sampling_is_approved_then_its_answer_is_sent() {
+    const ENTER: &str = "\r";
+    let home = tempfile::tempdir().unwrap();
+    let python = deps().join("venv-plugins/bin/python");
+    let script = repo().join("tests/servers/client_requests.py");
+    // Only `summarize` (its sampling request comes mid-call: 2025-11-25), auto-approved as a tool
+    // call so the only questions are the sampling ones.
+    let toml = format!(
+        "{}\n[sampling]\nmax_tokens = 8\n[chat.approval]\nauto_approve = [\"client/*\"]\n",
+        stdio_entry(
+            "client",
+            &python.display().to_string(),
+            &[script.display().to_string()],
+            "request_timeout = \"180s\"\nprotocol = \"2025-11-25\"\nallow = [\"summarize\"]",
+        )
+    );
+    let config = write(home.path(), "rkmcp.toml", &toml)
+        .display()
+        .to_string();
+    let mut p = chat_on_terminal(
+        home.path(),
+        &[
+            "--config",
+            &config,
+            "chat",
+            "--no-history",
+            "--tool-choice",
+            "required",
+            "--max-rounds",
+            "2",
+            "--max-tokens",
+            "160",
+            "--temperature",
+            "0",
+            "--threads",
+            "1",
+            "--ctx",
+            "2048",
+        ],
+    );
+    p.exp_string("/help").expect("no chat prompt");
+    p.send_line("Summarize: cats sleep.").unwrap();
+    // The request is shown with its server and limits, then approved once.
+    p.exp_string("server `client` asks the local model to write (sampling)")
+        .expect("the sampling request was not shown");
+    p.exp_string("at most 8 tokens").expect("no limits shown");
+    p.exp_string("Let the local model answer it?").unwrap();
+    p.send(ENTER).unwrap();
+    p.flush().unwrap();
+    // The model's answer is shown before it goes back; "send" is first.
+    p.exp_string("the model's answer for `client`")
+        .expect("the generated answer was not shown for approval");
+    p.exp_string("Send it to the server?").unwrap();
+    p.send(ENTER).unwrap();
+    p.flush().unwrap();
+    // The tool's result (the sampling result as JSON) came back: the chat goes on.
+    p.exp_string("'client__summarize' done in")
+        .expect("the tool did not finish with the sampling result");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    p.send_line("/exit").unwrap();
+    p.exp_eof().expect("chat did not exit");
+}

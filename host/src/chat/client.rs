@@ -20,12 +20,16 @@ use serde_json::Value;
 use super::sampling::Sampler;
 use crate::mcp::client_requests::{ClientRequests, NonInteractive};
 use crate::mcp::elicitation::{Form, FormOutcome};
+use crate::mcp::url_wait::{URL_WAIT, UrlCompletions};
 
 /// Asks a person for a form or a visit to a URL. Blocking (terminal prompts): called on a
 /// blocking thread, one question at a time.
 pub trait FormAsker: Send + Sync + 'static {
     fn fill(&self, server: &str, form: &Form) -> FormOutcome;
     fn open_url(&self, server: &str, message: &str, url: &str) -> FormOutcome;
+    /// An accepted URL visit ended: the server confirmed it (`confirmed`), or no confirmation
+    /// came within [`crate::mcp::url_wait::URL_WAIT`].
+    fn url_finished(&self, _server: &str, _url: &str, _confirmed: bool) {}
 }
 
 pub struct LocalClient {
@@ -34,6 +38,8 @@ pub struct LocalClient {
     sampler: OnceLock<Arc<Sampler>>,
     /// One question at the terminal at a time, whichever server asks.
     asking: Arc<tokio::sync::Mutex<()>>,
+    /// Accepted URL visits waiting for `notifications/elicitation/complete`.
+    urls: UrlCompletions,
 }
 
 impl LocalClient {
@@ -44,6 +50,7 @@ impl LocalClient {
             forms,
             sampler: OnceLock::new(),
             asking: Arc::default(),
+            urls: UrlCompletions::default(),
         }
     }
 
@@ -71,6 +78,7 @@ impl ClientRequests for LocalClient {
             "roots": { "listChanged": true },
             "sampling": { "tools": {}, "context": {} },
             "elicitation": { "form": {}, "url": {} },
+            "extensions": { (crate::mcp::tasks::TASKS_EXTENSION): {} },
         }))
         .unwrap_or_default()
     }
@@ -101,6 +109,7 @@ impl ClientRequests for LocalClient {
         };
         let server = server.to_string();
         let _turn = self.asking.lock().await;
+        let mut visit = None;
         let ask = match params {
             ElicitRequestParams::FormElicitationParams {
                 message,
@@ -114,18 +123,42 @@ impl ClientRequests for LocalClient {
                         None,
                     )
                 })?;
+                let (forms, server) = (forms.clone(), server.clone());
                 tokio::task::spawn_blocking(move || forms.fill(&server, &form))
             }
-            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+            ElicitRequestParams::UrlElicitationParams {
+                message,
+                url,
+                elicitation_id,
+                ..
+            } => {
+                visit = Some((url.clone(), elicitation_id));
+                let (forms, server) = (forms.clone(), server.clone());
                 tokio::task::spawn_blocking(move || forms.open_url(&server, &message, &url))
             }
             _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
         };
         let outcome = ask.await.unwrap_or(FormOutcome::Cancel);
+        if let (FormOutcome::Accept(_), Some((url, id))) = (&outcome, visit) {
+            // Registered before the accept goes back: the server may confirm at once.
+            let done = self.urls.expect(&server, &id);
+            let urls = self.urls.clone();
+            tokio::spawn(async move {
+                let confirmed = matches!(tokio::time::timeout(URL_WAIT, done).await, Ok(Ok(())));
+                if !confirmed {
+                    urls.forget(&server, &id);
+                }
+                tokio::task::spawn_blocking(move || forms.url_finished(&server, &url, confirmed));
+            });
+        }
         Ok(outcome_to_result(outcome))
     }
 
     fn roots(&self) -> Vec<Root> {
         self.fallback.roots()
+    }
+
+    fn notification(&self, server: &str, method: &str, params: Option<&Value>) {
+        self.urls.notified(server, method, params);
     }
 }

@@ -658,6 +658,12 @@ fn show_notification(
         }
         // Task status is shown by the call that runs the task; other notifications are logged.
         SessionEvent::TaskStatus { .. } | SessionEvent::Notification { .. } => {}
+        SessionEvent::Task { server, tool, task } => {
+            let line = dim(&printable(&super::tasks::status_line(
+                &server, &tool, &task,
+            )));
+            multi.suspend(|| eprintln!("{line}"));
+        }
         SessionEvent::ResourceUpdated { server, uri } => {
             let line = dim(&printable(&format!("[{server}: {uri} was updated]")));
             multi.suspend(|| eprintln!("{line}"));

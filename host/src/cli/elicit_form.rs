@@ -29,6 +29,23 @@ impl crate::chat::client::FormAsker for TerminalForms {
     fn open_url(&self, server: &str, message: &str, url: &str) -> FormOutcome {
         open_url(server, message, url)
     }
+
+    fn url_finished(&self, server: &str, url: &str, confirmed: bool) {
+        let line = if confirmed {
+            format!(
+                "[server `{}` confirms the visit to {} is complete]",
+                printable(server),
+                printable(url)
+            )
+        } else {
+            format!(
+                "[server `{}` never confirmed the visit to {}]",
+                printable(server),
+                printable(url)
+            )
+        };
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
 }
 
 /// Asks for `form` from `server`. Blocking: run it on a blocking thread.
@@ -73,7 +90,7 @@ pub fn fill(server: &str, form: &Form) -> FormOutcome {
 }
 
 /// URL mode: shows the URL and asks whether to open it; accepting means the user goes there
-/// (the server confirms completion with a notification later).
+/// (the server confirms completion with a notification later, waited for by the caller).
 pub fn open_url(server: &str, message: &str, url: &str) -> FormOutcome {
     let _ = writeln!(
         std::io::stderr(),

@@ -22,13 +22,13 @@ fn exit_code(failed: bool) -> ExitCode {
     }
 }
 
-fn load(ctx: &Context) -> anyhow::Result<Config> {
+pub(super) fn load(ctx: &Context) -> anyhow::Result<Config> {
     Ok(config::load(&ctx.global)?)
 }
 
 /// Starts the servers and reports the ones that failed on stderr (they stay out of stdout so
 /// `--json` output remains one document).
-async fn start(
+pub(super) async fn start(
     ctx: &Context,
     config: &Config,
     only: Option<&str>,
@@ -325,7 +325,30 @@ pub async fn tools(ctx: &Context, cmd: ToolsCommand) -> anyhow::Result<ExitCode>
                     None if pairs.is_empty() => None,
                     None => Some(parse_pairs(&pairs, schema.as_ref())?),
                 };
-                Ok::<_, anyhow::Error>(session.call_tool(&tool, arguments).await?)
+                // A call that runs as a task shows its status on stderr; Ctrl-C cancels it.
+                let mut events = session.subscribe();
+                let shown = tokio::spawn(async move {
+                    while let Ok(event) = events.recv().await {
+                        if let crate::mcp::SessionEvent::Task { server, tool, task } = event {
+                            eprintln!(
+                                "{}",
+                                super::status::dim(&super::approve_prompt::printable(
+                                    &super::tasks::status_line(&server, &tool, &task)
+                                ))
+                            );
+                        }
+                    }
+                });
+                let called = tokio::select! {
+                    r = session.call_tool(&tool, arguments) => r.map_err(anyhow::Error::from),
+                    _ = tokio::signal::ctrl_c() => {
+                        // Dropping the call sent tasks/cancel for a running task.
+                        crate::mcp::tasks::flush_cancels(std::time::Duration::from_secs(5)).await;
+                        Err(anyhow::anyhow!("interrupted: the call (and its task) was cancelled"))
+                    }
+                };
+                shown.abort();
+                called
             }
             .await;
             manager.shutdown().await;

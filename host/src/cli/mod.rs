@@ -21,6 +21,7 @@ mod plugins;
 mod roots_command;
 pub mod sampling_prompt;
 pub mod status;
+mod tasks;
 
 /// A mistake in how rkmcp was invoked (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +106,9 @@ pub enum Command {
     /// Read the audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// The tasks servers run for tool calls: list, show, cancel.
+    #[command(subcommand)]
+    Tasks(tasks::TasksCommand),
     /// Sign in to remote MCP servers (OAuth), show sign-ins, sign out.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
@@ -262,6 +266,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor::run(&ctx, args).await,
         Command::Audit(cmd) => audit::run(&ctx, cmd).await,
         Command::Auth(cmd) => auth::run(&ctx, cmd).await,
+        Command::Tasks(cmd) => tasks::run(&ctx, cmd).await,
         Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
     }
 }

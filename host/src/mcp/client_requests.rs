@@ -50,6 +50,10 @@ pub trait ClientRequests: Send + Sync + 'static {
     /// The current roots, for `roots/list`.
     fn roots(&self) -> Vec<Root>;
 
+    /// A notification rmcp has no type for (e.g. `notifications/elicitation/complete`, which
+    /// ends a URL-mode elicitation). Default: ignored.
+    fn notification(&self, _server: &str, _method: &str, _params: Option<&Value>) {}
+
     /// The shared list behind [`ClientRequests::roots`], when it can be changed at run time
     /// (the chat's `/roots add|remove`). `None`: this implementation's roots are fixed.
     fn roots_handle(&self) -> Option<Roots> {
@@ -65,6 +69,8 @@ pub fn default_capabilities() -> ClientCapabilities {
         "roots": { "listChanged": true },
         "sampling": {},
         "elicitation": { "form": {}, "url": {} },
+        // Tool calls may become tasks (2026-07-28 tasks extension; see tasks.rs).
+        "extensions": { (super::tasks::TASKS_EXTENSION): {} },
     }))
     .unwrap_or_default()
 }
@@ -290,5 +296,6 @@ mod tests {
         assert_eq!(caps["roots"]["listChanged"], true);
         assert!(caps["sampling"].is_object());
         assert!(caps["elicitation"]["form"].is_object());
+        assert!(caps["extensions"][super::super::tasks::TASKS_EXTENSION].is_object());
     }
 }

@@ -12,6 +12,7 @@ pub mod flood;
 pub mod framing;
 pub mod health;
 pub mod http;
+pub mod listen;
 pub mod manager;
 pub mod monitor;
 pub mod naming;
@@ -23,6 +24,8 @@ pub mod sse;
 pub mod stdio_transport;
 pub mod tap;
 pub mod watchdog;
+pub mod tasks;
+pub mod url_wait;
 
 pub use client_requests::{ClientRequests, NonInteractive};
 pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};

@@ -108,6 +108,12 @@ pub enum SessionEvent {
         server: String,
         transition: super::health::Transition,
     },
+    /// A tool call running as a task changed status (see [`super::tasks`]).
+    Task {
+        server: String,
+        tool: String,
+        task: super::tasks::TaskInfo,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -256,6 +262,11 @@ impl ClientHandler for SessionHandler {
         notification: CustomNotification,
         _context: NotificationContext<RoleClient>,
     ) {
+        self.requests.notification(
+            &self.server,
+            &notification.method,
+            notification.params.as_ref(),
+        );
         let _ = self.events.send(SessionEvent::Notification {
             server: self.server.clone(),
             method: notification.method,
@@ -388,6 +399,10 @@ pub struct Session {
     subscriptions: Mutex<std::collections::BTreeSet<String>>,
     /// Where the session's messages are recorded (`[audit]`); kept for restarts.
     audit: Option<Arc<crate::audit::AuditLog>>,
+    /// What this connection knows about tasks ([`super::tasks`]).
+    pub(crate) tasks: super::tasks::TaskSupport,
+    /// `subscriptions/listen` streams of a 2026-07-28 session ([`super::listen`]).
+    pub(crate) listeners: super::listen::Listeners,
 }
 
 impl Session {
@@ -439,6 +454,8 @@ impl Session {
             health: Mutex::new(super::health::HealthState::new(restartable)),
             subscriptions: Mutex::default(),
             audit,
+            tasks: Default::default(),
+            listeners: Default::default(),
         };
         session.refresh_all().await?;
         session.apply_log_level().await;
@@ -534,6 +551,9 @@ impl Session {
 
     #[allow(deprecated)] // legacy-only in rmcp: 2026-07-28 uses subscriptions/listen.
     async fn send_subscribe(&self, uri: &str, on: bool) -> Result<(), SessionError> {
+        if self.is_stateless() {
+            return super::listen::set(self, uri, on).await;
+        }
         let peer = self.peer();
         let what = format!(
             "{} `{uri}`",
@@ -579,6 +599,21 @@ impl Session {
     /// Updates the health record and returns what `f` returns.
     pub fn update_health<T>(&self, f: impl FnOnce(&mut super::health::HealthState) -> T) -> T {
         f(&mut self.health.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Sends an event to subscribers.
+    pub(crate) fn emit(&self, event: SessionEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// A sender for this session's events (tasks that outlive a call).
+    pub(crate) fn event_sender(&self) -> broadcast::Sender<SessionEvent> {
+        self.events.clone()
+    }
+
+    /// What answers this server's requests (also the input requests of tasks).
+    pub(crate) fn client_requests(&self) -> Arc<dyn ClientRequests> {
+        self.requests.clone()
     }
 
     /// Tells subscribers (the chat's notices).
@@ -709,7 +744,7 @@ impl Session {
 
     /// Runs a request with this server's request timeout, naming it in errors. A timed-out
     /// request is dropped, which makes rmcp send `notifications/cancelled` for it.
-    async fn timed<T>(
+    pub(crate) async fn timed<T>(
         &self,
         what: String,
         fut: impl Future<Output = Result<T, rmcp::ServiceError>>,
@@ -755,6 +790,12 @@ impl Session {
         params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
             NumberOrString::String(format!("rkmcp-{token}").into()),
         )));
+        // Servers with tasks run the call as a task (polled, cancelled on drop; see tasks.rs).
+        if let Some(api) = super::tasks::api_for(self, tool).await
+            && let Some(result) = super::tasks::call_as_task(self, api, params.clone()).await?
+        {
+            return Ok(result);
+        }
         // rmcp's RunningService drives 2026-07-28 multi-round calls: each `input_required`
         // round's requests go to the handler (elicitation, sampling, roots) and the call is
         // retried with `inputResponses` and the `requestState`.
