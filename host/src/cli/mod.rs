@@ -18,6 +18,7 @@ pub mod elicit_form;
 mod models;
 mod plugins;
 mod roots_command;
+mod serve;
 pub mod sampling_prompt;
 pub mod status;
 
@@ -100,6 +101,9 @@ pub enum Command {
     /// Sign in to remote MCP servers (OAuth), show sign-ins, sign out.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// Serve MCP: the configured servers' tools behind rkmcp's policy, and the local model as a
+    /// tool (stdio, or streamable HTTP with --http).
+    Serve(serve::ServeArgs),
     /// The client the official MCP conformance suite drives (for CI; see
     /// scripts/check.d/70-conformance.sh).
     #[command(hide = true, name = "conformance-client")]
@@ -254,6 +258,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor::run(&ctx, args).await,
         Command::Auth(cmd) => auth::run(&ctx, cmd).await,
         Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
+        Command::Serve(args) => serve::run(&ctx, args).await,
     }
 }
 
