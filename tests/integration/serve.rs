@@ -431,7 +431,8 @@ async fn http_serves_rmcp_and_python_clients_and_refuses_foreign_origins() {
     let (status, head) = raw_initialize(gw.port, &[("Origin", "http://localhost:3000")]);
     assert_eq!(status, 200, "{head}");
 
-    // rmcp's streamable HTTP client.
+    // rmcp's streamable HTTP client (its reqwest client needs a TLS provider, even for http).
+    rkmcp::mcp::http::install_tls_provider();
     let transport =
         rmcp::transport::StreamableHttpClientTransport::from_uri(gw.url.as_str());
     let client = client_info().serve(transport).await.expect("initialize over HTTP");

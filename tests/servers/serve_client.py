@@ -36,8 +36,8 @@ async def main() -> None:
     seen = {"elicitations": [], "sampling": []}
 
     async def on_elicit(context, params):
-        schema = getattr(params, "requested_schema", None) or {}
-        props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+        dumped = params.model_dump(by_alias=True, exclude_none=True)
+        props = (dumped.get("requestedSchema") or {}).get("properties") or {}
         seen["elicitations"].append({"message": params.message, "fields": sorted(props)})
         if "decision" in props:
             answer = plan.get("approve", "deny")
@@ -47,7 +47,7 @@ async def main() -> None:
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
     async def on_sample(context, params):
-        seen["sampling"].append(params.messages[0].content.text)
+        seen["sampling"].append(getattr(params.messages[0].content, "text", str(params.messages[0].content)))
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(type="text", text="sampled by the test client"),

@@ -122,8 +122,13 @@ pub struct Started {
 impl Started {
     /// Stops forwarding and closes the sessions to the servers.
     pub async fn shutdown(self) {
-        self.forwarder.abort();
-        let Started { gateway, shared, .. } = self;
+        let Started {
+            gateway,
+            shared,
+            forwarder,
+        } = self;
+        forwarder.abort();
+        let _ = forwarder.await;
         drop(gateway);
         match Arc::try_unwrap(shared) {
             Ok(shared) => {
@@ -218,27 +223,24 @@ pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Sta
 }
 
 /// Tells every connected client when a list behind the gateway changed or a subscribed
-/// resource was updated.
+/// resource was updated. The per-session readers live in a `JoinSet` owned by this future, so
+/// aborting it stops them all (and lets go of nothing that holds a session).
 async fn forward_changes(
     manager: Arc<SessionManager>,
     downstream: Arc<downstream::Downstream>,
 ) {
-    let mut receivers: Vec<_> = manager
-        .sessions()
-        .iter()
-        .map(|s| (s.clone(), s.subscribe()))
-        .collect();
-    if receivers.is_empty() {
-        return;
-    }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    for (session, mut events) in receivers.drain(..) {
+    let mut readers = tokio::task::JoinSet::new();
+    for session in manager.sessions() {
+        let mut events = session.subscribe();
+        let name = session.name().to_string();
+        let prefixed = !session.config.prefix.is_empty();
         let tx = tx.clone();
-        tokio::spawn(async move {
+        readers.spawn(async move {
             loop {
                 match events.recv().await {
                     Ok(event) => {
-                        if tx.send((session.clone(), event)).is_err() {
+                        if tx.send((name.clone(), prefixed, event)).is_err() {
                             return;
                         }
                     }
@@ -249,7 +251,8 @@ async fn forward_changes(
         });
     }
     drop(tx);
-    while let Some((session, event)) = rx.recv().await {
+    drop(manager);
+    while let Some((server, prefixed, event)) = rx.recv().await {
         for peer in downstream.all() {
             let sent = match &event {
                 SessionEvent::ListRefreshed { list, .. } => match list {
@@ -260,11 +263,7 @@ async fn forward_changes(
                     }
                 },
                 SessionEvent::ResourceUpdated { uri, .. } => {
-                    let uri = namespace::namespaced_uri(
-                        session.name(),
-                        !session.config.prefix.is_empty(),
-                        uri,
-                    );
+                    let uri = namespace::namespaced_uri(&server, prefixed, uri);
                     peer.notify_resource_updated(
                         rmcp::model::ResourceUpdatedNotificationParam::new(uri),
                     )

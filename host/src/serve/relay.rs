@@ -109,6 +109,9 @@ pub async fn relay<T>(
     let timeout = session.config.request_timeout;
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(request, deadline);
+    // A closed event channel (the session went away) must not be polled again: it would be
+    // ready forever.
+    let mut events_open = true;
     loop {
         tokio::select! {
             result = &mut request => {
@@ -131,7 +134,7 @@ pub async fn relay<T>(
                 ));
             }
             Some(ask) = asks.recv() => answer(ctx, ask).await,
-            event = events.recv() => match event {
+            event = events.recv(), if events_open => match event {
                 Ok(SessionEvent::Progress { params, .. }) => {
                     if let Some((ours, theirs)) = &progress
                         && params.progress_token == *ours
@@ -150,6 +153,7 @@ pub async fn relay<T>(
                     params.logger = logger;
                     let _ = ctx.peer.notify_logging_message(params).await;
                 }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => events_open = false,
                 // Lagging behind drops some progress messages, not the call.
                 _ => {}
             },
