@@ -458,9 +458,10 @@ impl ServerHandler for Gateway {
                     for item in &mut result.contents {
                         // Contents name their URI; the client knows the namespaced one.
                         if let Ok(mut v) = serde_json::to_value(&*item)
-                            && let Some(u) = v.get("uri").and_then(Value::as_str)
+                            && let Some(own) = v.get("uri").and_then(Value::as_str)
                         {
-                            v["uri"] = Value::String(Self::uri_out(&session, u));
+                            let namespaced = Self::uri_out(&session, own);
+                            v["uri"] = Value::String(namespaced);
                             if let Ok(back) = serde_json::from_value(v) {
                                 *item = back;
                             }
