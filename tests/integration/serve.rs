@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use rkmcp_tests::*;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation,
     InitializeRequestParams, ProtocolVersion,
@@ -16,7 +17,6 @@ use rmcp::model::{
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
-use rkmcp_tests::*;
 use serde_json::{Value, json};
 
 fn text_of(result: &CallToolResult) -> String {
@@ -98,31 +98,51 @@ async fn rmcp_client_over_stdio_gets_both_servers_under_the_policy() {
     .await;
     let tools = client.peer().list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    for expected in ["everything__echo", "time__get_current_time", "time__convert_time"] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    for expected in [
+        "everything__echo",
+        "time__get_current_time",
+        "time__convert_time",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
     assert!(
         !names.contains(&"local_model_generate"),
         "--no-local-model still lists the model: {names:?}"
     );
 
-    let echo = call(&client, "everything__echo", json!({"message": "through the gateway"}))
-        .await
-        .expect("echo");
+    let echo = call(
+        &client,
+        "everything__echo",
+        json!({"message": "through the gateway"}),
+    )
+    .await
+    .expect("echo");
     assert_ne!(echo.is_error, Some(true), "{echo:?}");
     assert!(text_of(&echo).contains("through the gateway"), "{echo:?}");
 
-    let time = call(&client, "time__get_current_time", json!({"timezone": "UTC"}))
-        .await
-        .expect("time");
+    let time = call(
+        &client,
+        "time__get_current_time",
+        json!({"timezone": "UTC"}),
+    )
+    .await
+    .expect("time");
     assert_ne!(time.is_error, Some(true), "{time:?}");
     assert!(text_of(&time).contains("UTC"), "{}", text_of(&time));
 
     // The deny rule beats the tool's read-only annotation.
-    let denied = call(&client, "everything__get-env", json!({})).await.expect("a result");
+    let denied = call(&client, "everything__get-env", json!({}))
+        .await
+        .expect("a result");
     assert_eq!(denied.is_error, Some(true), "{denied:?}");
     let why = text_of(&denied);
-    assert!(why.contains("deny pattern") && why.contains("everything/get-env"), "{why}");
+    assert!(
+        why.contains("deny pattern") && why.contains("everything/get-env"),
+        "{why}"
+    );
 
     // A tool that needs a person, and a client that cannot be asked (no elicitation): denied
     // with the reason and how to allow it.
@@ -135,7 +155,10 @@ async fn rmcp_client_over_stdio_gets_both_servers_under_the_policy() {
     .expect("a result");
     assert_eq!(asked.is_error, Some(true), "{asked:?}");
     let why = text_of(&asked);
-    assert!(why.contains("needs approval") && why.contains("auto_approve"), "{why}");
+    assert!(
+        why.contains("needs approval") && why.contains("auto_approve"),
+        "{why}"
+    );
 
     // An unknown tool is a JSON-RPC error that names it.
     match call(&client, "everything__nope", json!({})).await {
@@ -147,7 +170,11 @@ async fn rmcp_client_over_stdio_gets_both_servers_under_the_policy() {
 
     // Resources come back namespaced and can be read under that name; prompts keep the chat's
     // names.
-    let resources = client.peer().list_all_resources().await.expect("resources/list");
+    let resources = client
+        .peer()
+        .list_all_resources()
+        .await
+        .expect("resources/list");
     let uri = resources
         .iter()
         .map(|r| r.uri.clone())
@@ -171,9 +198,15 @@ async fn rmcp_client_over_stdio_gets_both_servers_under_the_policy() {
             .any(|t| t.uri_template.starts_with("everything+demo://")),
         "{templates:?}"
     );
-    let prompts = client.peer().list_all_prompts().await.expect("prompts/list");
+    let prompts = client
+        .peer()
+        .list_all_prompts()
+        .await
+        .expect("prompts/list");
     assert!(
-        prompts.iter().any(|p| p.name == "everything__simple-prompt"),
+        prompts
+            .iter()
+            .any(|p| p.name == "everything__simple-prompt"),
         "{prompts:?}"
     );
     let prompt = client
@@ -299,7 +332,10 @@ fn python_client_approves_through_elicitation_and_gets_the_servers_requests() {
     );
     let elicited = call_result(&out, "everything__trigger-elicitation-request");
     assert_eq!(elicited["is_error"], false, "{out:#}");
-    assert!(elicited["text"].as_str().unwrap().contains("Ada"), "{out:#}");
+    assert!(
+        elicited["text"].as_str().unwrap().contains("Ada"),
+        "{out:#}"
+    );
     // The server's sampling request was answered by this client, not the local model.
     let sampled = call_result(&out, "everything__trigger-sampling-request");
     assert_eq!(sampled["is_error"], false, "{out:#}");
@@ -310,7 +346,10 @@ fn python_client_approves_through_elicitation_and_gets_the_servers_requests() {
             .contains("sampled by the test client"),
         "{out:#}"
     );
-    assert!(out["sampling"][0].as_str().unwrap().contains("hello"), "{out:#}");
+    assert!(
+        out["sampling"][0].as_str().unwrap().contains("hello"),
+        "{out:#}"
+    );
 }
 
 #[test]
@@ -327,7 +366,10 @@ fn python_client_that_says_no_gets_the_denial() {
     let result = call_result(&out, "everything__trigger-elicitation-request");
     assert_eq!(result["is_error"], true, "{out:#}");
     assert!(
-        result["text"].as_str().unwrap().contains("denied by the user"),
+        result["text"]
+            .as_str()
+            .unwrap()
+            .contains("denied by the user"),
         "{out:#}"
     );
     // Only the approval question was asked: the server never ran.
@@ -353,7 +395,14 @@ fn http_gateway(home: &Path, config: &str, envs: &[(&str, &str)]) -> HttpGateway
     let addr = format!("127.0.0.1:{port}");
     let mut cmd = rkmcp_command(
         home,
-        &["--config", config, "serve", "--no-local-model", "--http", &addr],
+        &[
+            "--config",
+            config,
+            "serve",
+            "--no-local-model",
+            "--http",
+            &addr,
+        ],
     );
     cmd.envs(envs.iter().copied())
         .stdin(Stdio::null())
@@ -433,12 +482,18 @@ async fn http_serves_rmcp_and_python_clients_and_refuses_foreign_origins() {
 
     // rmcp's streamable HTTP client (its reqwest client needs a TLS provider, even for http).
     rkmcp::mcp::http::install_tls_provider();
-    let transport =
-        rmcp::transport::StreamableHttpClientTransport::from_uri(gw.url.as_str());
-    let client = client_info().serve(transport).await.expect("initialize over HTTP");
-    let time = call(&client, "time__get_current_time", json!({"timezone": "UTC"}))
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(gw.url.as_str());
+    let client = client_info()
+        .serve(transport)
         .await
-        .expect("time over HTTP");
+        .expect("initialize over HTTP");
+    let time = call(
+        &client,
+        "time__get_current_time",
+        json!({"timezone": "UTC"}),
+    )
+    .await
+    .expect("time over HTTP");
     assert!(text_of(&time).contains("UTC"), "{time:?}");
     let _ = client.cancel().await;
 
@@ -455,8 +510,18 @@ async fn http_serves_rmcp_and_python_clients_and_refuses_foreign_origins() {
         let out = python_client(&plan, &["--url".to_string(), gw.url.clone()]);
         let echo = call_result(&out, "everything__echo");
         assert_eq!(echo["is_error"], false, "{mode}: {out:#}");
-        assert!(echo["text"].as_str().unwrap().contains(&format!("http {mode}")), "{out:#}");
-        assert_eq!(call_result(&out, "everything__get-env")["is_error"], true, "{out:#}");
+        assert!(
+            echo["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("http {mode}")),
+            "{out:#}"
+        );
+        assert_eq!(
+            call_result(&out, "everything__get-env")["is_error"],
+            true,
+            "{out:#}"
+        );
     }
 }
 
@@ -474,7 +539,11 @@ fn http_with_a_bearer_token_refuses_requests_without_it() {
     );
     let (status, head) = raw_initialize(gw.port, &[]);
     assert_eq!(status, 401, "{head}");
-    assert!(head.to_ascii_lowercase().contains("www-authenticate: bearer"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: bearer"),
+        "{head}"
+    );
     let (status, head) = raw_initialize(gw.port, &[("Authorization", "Bearer wrong")]);
     assert_eq!(status, 401, "{head}");
     let (status, head) = raw_initialize(gw.port, &[("Authorization", "Bearer s3cret-token")]);
@@ -490,7 +559,11 @@ fn listening_beyond_loopback_needs_a_token() {
         &["--config", &config, "serve", "--http", "0.0.0.0:0"],
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("bearer_token_env"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bearer_token_env"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -511,7 +584,9 @@ async fn a_guard_plugin_denies_a_write_through_the_gateway() {
         toml_str(&shared_cache().display().to_string()),
         toml_str(&elsewhere.path().display().to_string()),
     );
-    let config = write(home.path(), "rkmcp.toml", &toml).display().to_string();
+    let config = write(home.path(), "rkmcp.toml", &toml)
+        .display()
+        .to_string();
     // --yes approves whatever the guard does not deny.
     let client = rmcp_over_stdio(home.path(), &config, &["--no-local-model", "--yes"]).await;
     let target = served.path().join("written.txt");
@@ -554,7 +629,8 @@ async fn the_local_model_is_a_tool_with_the_real_default_model() {
         .unwrap_or_else(|| panic!("no local_model_generate in {tools:?}"));
     assert!(tool.input_schema.contains_key("properties"));
     // Two calls at once: the model runs one generation at a time, the other waits its turn.
-    let args = json!({"prompt": "Say hello in one short sentence.", "max_tokens": 12, "temperature": 0});
+    let args =
+        json!({"prompt": "Say hello in one short sentence.", "max_tokens": 12, "temperature": 0});
     let (a, b) = tokio::join!(
         call(&client, "local_model_generate", args.clone()),
         call(&client, "local_model_generate", args)
@@ -564,9 +640,13 @@ async fn the_local_model_is_a_tool_with_the_real_default_model() {
         assert!(!text_of(&r).trim().is_empty(), "{r:?}");
     }
     // Bad arguments are a tool error naming the argument.
-    let bad = call(&client, "local_model_generate", json!({"prompt": "x", "max_tokens": -3}))
-        .await
-        .expect("a result");
+    let bad = call(
+        &client,
+        "local_model_generate",
+        json!({"prompt": "x", "max_tokens": -3}),
+    )
+    .await
+    .expect("a result");
     assert_eq!(bad.is_error, Some(true));
     assert!(text_of(&bad).contains("max_tokens"), "{bad:?}");
     let _ = client.cancel().await;
@@ -583,7 +663,10 @@ fn print_config_gives_paste_ready_snippets() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
     let entry = &v["mcpServers"]["rkmcp"];
-    assert!(Path::new(entry["command"].as_str().unwrap()).is_absolute(), "{v}");
+    assert!(
+        Path::new(entry["command"].as_str().unwrap()).is_absolute(),
+        "{v}"
+    );
     assert_eq!(entry["args"][0], "--config");
     assert_eq!(entry["args"][2], "serve");
     let out = run_rkmcp(home.path(), &["serve", "--print-config", "vscode"]);
@@ -591,5 +674,9 @@ fn print_config_gives_paste_ready_snippets() {
     assert_eq!(v["servers"]["rkmcp"]["type"], "stdio", "{v}");
     let out = run_rkmcp(home.path(), &["serve", "--print-config", "notepad"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("claude or vscode"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("claude or vscode"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -946,7 +946,11 @@ mod tests {
         assert_eq!(p.asked(), 2);
         // A deny pattern still wins over the session allowance.
         let denying = approver("deny = [\"db/*\"]", Some(p.clone()), false);
-        denying.session.insert(("db".into(), "drop".into()));
+        denying
+            .session
+            .lock()
+            .unwrap()
+            .insert(("db".into(), "drop".into()));
         assert!(matches!(denying.review(&r).await, Verdict::Deny { .. }));
         assert_eq!(p.asked(), 2);
     }

@@ -18,8 +18,8 @@ pub mod elicit_form;
 mod models;
 mod plugins;
 mod roots_command;
-mod serve;
 pub mod sampling_prompt;
+mod serve;
 pub mod status;
 
 /// A mistake in how rkmcp was invoked (exit code 2).

@@ -52,8 +52,8 @@ pub async fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone()))
             .map(|c| c.display().to_string());
-        let snippet = crate::serve::client_config(client, &exe, config.as_deref())
-            .map_err(UsageError)?;
+        let snippet =
+            crate::serve::client_config(client, &exe, config.as_deref()).map_err(UsageError)?;
         println!("{snippet}");
         return Ok(ExitCode::SUCCESS);
     }

@@ -175,7 +175,10 @@ impl ClientRequests for GatewayClient {
         }) {
             if let Some(call) = self.inflight.target(server) {
                 let (tx, rx) = oneshot::channel();
-                if call.send(Ask::Elicitation(params.clone(), tx)).await.is_ok()
+                if call
+                    .send(Ask::Elicitation(params.clone(), tx))
+                    .await
+                    .is_ok()
                     && let Ok(result) = rx.await
                 {
                     return result;
@@ -202,7 +205,8 @@ pub struct ElicitPrompter {
 impl ElicitPrompter {
     /// `None` when the client cannot be asked (no form elicitation, or no back-channel).
     pub fn for_peer(peer: &Peer<RoleServer>) -> Option<Arc<dyn Prompter>> {
-        can_elicit(peer).then(|| Arc::new(ElicitPrompter { peer: peer.clone() }) as Arc<dyn Prompter>)
+        can_elicit(peer)
+            .then(|| Arc::new(ElicitPrompter { peer: peer.clone() }) as Arc<dyn Prompter>)
     }
 }
 
@@ -287,7 +291,10 @@ mod tests {
         let form = approval_form(&request(), "it may modify data");
         let params: ElicitRequestParams = serde_json::from_value(form).expect("valid form");
         let text = serde_json::to_string(&params).unwrap_or_default();
-        assert!(text.contains("write_file") && text.contains("/tmp/x"), "{text}");
+        assert!(
+            text.contains("write_file") && text.contains("/tmp/x"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -296,7 +303,10 @@ mod tests {
             ElicitResult::new(ElicitationAction::Accept).with_content(json!({"decision": d}))
         };
         assert_eq!(answer_of(&accept("allow_once")), PromptAnswer::AllowOnce);
-        assert_eq!(answer_of(&accept("allow_session")), PromptAnswer::AllowSession);
+        assert_eq!(
+            answer_of(&accept("allow_session")),
+            PromptAnswer::AllowSession
+        );
         assert_eq!(answer_of(&accept("deny")), PromptAnswer::Deny);
         assert_eq!(answer_of(&accept("yes please")), PromptAnswer::Deny);
         assert_eq!(

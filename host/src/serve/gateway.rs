@@ -11,13 +11,12 @@ use std::time::Instant;
 
 use futures::FutureExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, Prompt, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, RequestMetaObject, Resource, ResourceTemplate,
-    ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    RequestMetaObject, Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -115,7 +114,9 @@ impl Gateway {
                 record.error = Some(what.clone());
                 self.shared.instrumentation.record(record);
                 return Err(ErrorData::internal_error(
-                    format!("rkmcp serve: internal fault while handling {method} (logged); the gateway keeps running"),
+                    format!(
+                        "rkmcp serve: internal fault while handling {method} (logged); the gateway keeps running"
+                    ),
                     None,
                 ));
             }
@@ -324,8 +325,11 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.observe("tools/list", None, None, &context, |_| "ok", async {
-            let (tools, next) =
-                namespace::page(&self.tools(), cursor(&request).as_deref(), self.shared.page_size)?;
+            let (tools, next) = namespace::page(
+                &self.tools(),
+                cursor(&request).as_deref(),
+                self.shared.page_size,
+            )?;
             let mut result = ListToolsResult::with_all_items(tools);
             result.next_cursor = next;
             Ok(result)
@@ -357,6 +361,7 @@ impl ServerHandler for Gateway {
             CallToolResponse::Complete(_) => "ok",
             CallToolResponse::InputRequired(_) => "input_required",
             CallToolResponse::Task(_) => "task",
+            _ => "ok",
         };
         self.observe(
             "tools/call",
@@ -405,29 +410,36 @@ impl ServerHandler for Gateway {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.observe("resources/templates/list", None, None, &context, |_| "ok", async {
-            let all: Vec<ResourceTemplate> = self
-                .manager()
-                .sessions()
-                .iter()
-                .flat_map(|s| {
-                    s.catalog()
-                        .resource_templates
-                        .iter()
-                        .map(|t| {
-                            let mut t = t.clone();
-                            t.uri_template = Self::uri_out(s, &t.uri_template);
-                            t
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            let (items, next) =
-                namespace::page(&all, cursor(&request).as_deref(), self.shared.page_size)?;
-            let mut result = ListResourceTemplatesResult::with_all_items(items);
-            result.next_cursor = next;
-            Ok(result)
-        })
+        self.observe(
+            "resources/templates/list",
+            None,
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let all: Vec<ResourceTemplate> = self
+                    .manager()
+                    .sessions()
+                    .iter()
+                    .flat_map(|s| {
+                        s.catalog()
+                            .resource_templates
+                            .iter()
+                            .map(|t| {
+                                let mut t = t.clone();
+                                t.uri_template = Self::uri_out(s, &t.uri_template);
+                                t
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                let (items, next) =
+                    namespace::page(&all, cursor(&request).as_deref(), self.shared.page_size)?;
+                let mut result = ListResourceTemplatesResult::with_all_items(items);
+                result.next_cursor = next;
+                Ok(result)
+            },
+        )
         .await
     }
 
@@ -438,40 +450,49 @@ impl ServerHandler for Gateway {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let routed = self.route_uri(&request.uri);
         let server = routed.as_ref().ok().map(|(s, _)| s.name().to_string());
-        self.observe("resources/read", server.as_deref(), None, &context, |_| "ok", async {
-            let (session, own) = routed?;
-            let mut forwarded = request.clone();
-            forwarded.uri = own.clone();
-            forwarded.meta = None;
-            let peer = session.peer();
-            let response = relay::relay(
-                &session,
-                &context,
-                &self.shared.inflight,
-                &format!("reading resource `{own}`"),
-                None,
-                peer.read_resource_once(forwarded),
-            )
-            .await?;
-            Ok(match response {
-                ReadResourceResponse::Complete(mut result) if !session.config.prefix.is_empty() => {
-                    for item in &mut result.contents {
-                        // Contents name their URI; the client knows the namespaced one.
-                        if let Ok(mut v) = serde_json::to_value(&*item)
-                            && let Some(own) = v.get("uri").and_then(Value::as_str)
-                        {
-                            let namespaced = Self::uri_out(&session, own);
-                            v["uri"] = Value::String(namespaced);
-                            if let Ok(back) = serde_json::from_value(v) {
-                                *item = back;
+        self.observe(
+            "resources/read",
+            server.as_deref(),
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let (session, own) = routed?;
+                let mut forwarded = request.clone();
+                forwarded.uri = own.clone();
+                forwarded.meta = None;
+                let peer = session.peer();
+                let response = relay::relay(
+                    &session,
+                    &context,
+                    &self.shared.inflight,
+                    &format!("reading resource `{own}`"),
+                    None,
+                    peer.read_resource_once(forwarded),
+                )
+                .await?;
+                Ok(match response {
+                    ReadResourceResponse::Complete(mut result)
+                        if !session.config.prefix.is_empty() =>
+                    {
+                        for item in &mut result.contents {
+                            // Contents name their URI; the client knows the namespaced one.
+                            if let Ok(mut v) = serde_json::to_value(&*item)
+                                && let Some(own) = v.get("uri").and_then(Value::as_str)
+                            {
+                                let namespaced = Self::uri_out(&session, own);
+                                v["uri"] = Value::String(namespaced);
+                                if let Ok(back) = serde_json::from_value(v) {
+                                    *item = back;
+                                }
                             }
                         }
+                        ReadResourceResponse::Complete(result)
                     }
-                    ReadResourceResponse::Complete(result)
-                }
-                other => other,
-            })
-        })
+                    other => other,
+                })
+            },
+        )
         .await
     }
 
@@ -480,13 +501,20 @@ impl ServerHandler for Gateway {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.observe("resources/subscribe", None, None, &context, |_| "ok", async {
-            let (session, own) = self.route_uri(&request.uri)?;
-            session
-                .subscribe_resource(&own)
-                .await
-                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))
-        })
+        self.observe(
+            "resources/subscribe",
+            None,
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let (session, own) = self.route_uri(&request.uri)?;
+                session
+                    .subscribe_resource(&own)
+                    .await
+                    .map_err(|e| ErrorData::invalid_params(e.to_string(), None))
+            },
+        )
         .await
     }
 
@@ -495,13 +523,20 @@ impl ServerHandler for Gateway {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.observe("resources/unsubscribe", None, None, &context, |_| "ok", async {
-            let (session, own) = self.route_uri(&request.uri)?;
-            session
-                .unsubscribe_resource(&own)
-                .await
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))
-        })
+        self.observe(
+            "resources/unsubscribe",
+            None,
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let (session, own) = self.route_uri(&request.uri)?;
+                session
+                    .unsubscribe_resource(&own)
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+            },
+        )
         .await
     }
 
@@ -536,27 +571,34 @@ impl ServerHandler for Gateway {
     ) -> Result<GetPromptResponse, ErrorData> {
         let found = self.prompts().into_iter().find(|p| p.name == request.name);
         let server = found.as_ref().map(|p| p.session.name().to_string());
-        self.observe("prompts/get", server.as_deref(), None, &context, |_| "ok", async {
-            let Some(found) = found else {
-                return Err(ErrorData::invalid_params(
-                    format!("no prompt named `{}` behind rkmcp", request.name),
+        self.observe(
+            "prompts/get",
+            server.as_deref(),
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let Some(found) = found else {
+                    return Err(ErrorData::invalid_params(
+                        format!("no prompt named `{}` behind rkmcp", request.name),
+                        None,
+                    ));
+                };
+                let mut forwarded = request.clone();
+                forwarded.name = found.prompt.name.clone();
+                forwarded.meta = None;
+                let peer = found.session.peer();
+                relay::relay(
+                    &found.session,
+                    &context,
+                    &self.shared.inflight,
+                    &format!("getting prompt `{}`", found.prompt.name),
                     None,
-                ));
-            };
-            let mut forwarded = request.clone();
-            forwarded.name = found.prompt.name.clone();
-            forwarded.meta = None;
-            let peer = found.session.peer();
-            relay::relay(
-                &found.session,
-                &context,
-                &self.shared.inflight,
-                &format!("getting prompt `{}`", found.prompt.name),
-                None,
-                peer.get_prompt_once(forwarded),
-            )
-            .await
-        })
+                    peer.get_prompt_once(forwarded),
+                )
+                .await
+            },
+        )
         .await
     }
 
@@ -565,38 +607,54 @@ impl ServerHandler for Gateway {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.observe("completion/complete", None, None, &context, |_| "ok", async {
-            let mut forwarded = request.clone();
-            forwarded.meta = None;
-            let session = match &mut forwarded.r#ref {
-                Reference::Prompt(p) => {
-                    let found = self
-                        .prompts()
-                        .into_iter()
-                        .find(|e| e.name == p.name)
-                        .ok_or_else(|| {
-                            ErrorData::invalid_params(format!("no prompt named `{}`", p.name), None)
-                        })?;
-                    p.name = found.prompt.name.clone();
-                    found.session
-                }
-                Reference::Resource(r) => {
-                    let (session, own) = self.route_uri(&r.uri)?;
-                    r.uri = own;
-                    session
-                }
-            };
-            let peer = session.peer();
-            relay::relay(
-                &session,
-                &context,
-                &self.shared.inflight,
-                "completion",
-                None,
-                peer.complete(forwarded),
-            )
-            .await
-        })
+        self.observe(
+            "completion/complete",
+            None,
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let mut forwarded = request.clone();
+                forwarded.meta = None;
+                let session = match &mut forwarded.r#ref {
+                    Reference::Prompt(p) => {
+                        let found = self
+                            .prompts()
+                            .into_iter()
+                            .find(|e| e.name == p.name)
+                            .ok_or_else(|| {
+                                ErrorData::invalid_params(
+                                    format!("no prompt named `{}`", p.name),
+                                    None,
+                                )
+                            })?;
+                        p.name = found.prompt.name.clone();
+                        found.session
+                    }
+                    Reference::Resource(r) => {
+                        let (session, own) = self.route_uri(&r.uri)?;
+                        r.uri = own;
+                        session
+                    }
+                    _ => {
+                        return Err(ErrorData::invalid_params(
+                            "completion for a reference kind rkmcp does not know",
+                            None,
+                        ));
+                    }
+                };
+                let peer = session.peer();
+                relay::relay(
+                    &session,
+                    &context,
+                    &self.shared.inflight,
+                    "completion",
+                    None,
+                    peer.complete(forwarded),
+                )
+                .await
+            },
+        )
         .await
     }
 

@@ -76,7 +76,10 @@ pub fn authorized(header: Option<&str>, token: &str) -> bool {
 }
 
 /// rmcp's HTTP server configuration for these settings.
-pub fn server_config(settings: &ServeSettings, cancel: CancellationToken) -> StreamableHttpServerConfig {
+pub fn server_config(
+    settings: &ServeSettings,
+    cancel: CancellationToken,
+) -> StreamableHttpServerConfig {
     let hosts: Vec<String> = LOOPBACK_HOSTS
         .iter()
         .map(|h| h.to_string())
@@ -186,7 +189,9 @@ mod tests {
     fn loopback_is_allowed_without_a_token_and_nothing_else_is() {
         assert!(listen_address("127.0.0.1:8765", false).is_ok());
         assert!(listen_address("[::1]:0", false).is_ok());
-        let err = listen_address("0.0.0.0:8765", false).unwrap_err().to_string();
+        let err = listen_address("0.0.0.0:8765", false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bearer_token_env"), "{err}");
         assert!(listen_address("0.0.0.0:8765", true).is_ok());
         let err = listen_address("localhost", false).unwrap_err().to_string();

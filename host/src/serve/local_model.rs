@@ -193,10 +193,9 @@ impl LocalModel {
         server: &str,
         params: &CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let loaded = self
-            .loaded()
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("sampling for `{server}`: {e}"), None))?;
+        let loaded = self.loaded().await.map_err(|e| {
+            ErrorData::internal_error(format!("sampling for `{server}`: {e}"), None)
+        })?;
         loaded
             .sampler
             .create_message(server, params)

@@ -225,10 +225,7 @@ pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Sta
 /// Tells every connected client when a list behind the gateway changed or a subscribed
 /// resource was updated. The per-session readers live in a `JoinSet` owned by this future, so
 /// aborting it stops them all (and lets go of nothing that holds a session).
-async fn forward_changes(
-    manager: Arc<SessionManager>,
-    downstream: Arc<downstream::Downstream>,
-) {
+async fn forward_changes(manager: Arc<SessionManager>, downstream: Arc<downstream::Downstream>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut readers = tokio::task::JoinSet::new();
     for session in manager.sessions() {
@@ -328,7 +325,9 @@ mod tests {
         .unwrap();
         assert_eq!(s.http.as_deref(), Some("127.0.0.1:9"));
         assert_eq!(s.auth.bearer_token_env.as_deref(), Some("T"));
-        let err = toml::from_str::<ServeSettings>("htp = 1").unwrap_err().to_string();
+        let err = toml::from_str::<ServeSettings>("htp = 1")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("htp"), "{err}");
     }
 
@@ -347,7 +346,10 @@ mod tests {
         let claude = client_config("claude", "/usr/bin/rkmcp", None).unwrap();
         let v: serde_json::Value = serde_json::from_str(&claude).unwrap();
         assert_eq!(v["mcpServers"]["rkmcp"]["command"], "/usr/bin/rkmcp");
-        assert_eq!(v["mcpServers"]["rkmcp"]["args"], serde_json::json!(["serve"]));
+        assert_eq!(
+            v["mcpServers"]["rkmcp"]["args"],
+            serde_json::json!(["serve"])
+        );
         let vscode = client_config("vscode", "rkmcp", Some("/c.toml")).unwrap();
         let v: serde_json::Value = serde_json::from_str(&vscode).unwrap();
         assert_eq!(v["servers"]["rkmcp"]["type"], "stdio");

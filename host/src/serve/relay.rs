@@ -5,8 +5,8 @@
 //! the server's `request_timeout` bounds it.
 #![allow(deprecated)] // logging and sampling are deprecated by SEP-2577 but current servers use them.
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
