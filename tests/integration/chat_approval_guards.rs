@@ -89,7 +89,7 @@ async fn the_default_guard_denies_writes_outside_its_roots_and_allows_reads() {
     // Without --yes or a prompter: a read-only tool is allowed by its annotations, the guard's
     // question about an unannotated tool becomes a deny.
     let guards = vec![host.approval_guard(GUARD).expect("guard")];
-    let mut unattended = Approver::new(
+    let unattended = Approver::new(
         &config(&format!("guards = [\"{GUARD}\"]")),
         guards,
         None,
@@ -119,7 +119,7 @@ async fn the_default_guard_denies_writes_outside_its_roots_and_allows_reads() {
     // With a person: the guard's question is what they are shown.
     let person = Arc::new(RecordingPrompter::default());
     let guards = vec![host.approval_guard(GUARD).expect("guard")];
-    let mut attended = Approver::new(
+    let attended = Approver::new(
         &config(&format!("guards = [\"{GUARD}\"]")),
         guards,
         Some(person.clone()),
