@@ -15,8 +15,8 @@ use rmcp::model::{
     ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    RequestMetaObject, Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    RequestMetaObject, Resource, ResourceTemplate, ResultType, ServerCapabilities,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -269,14 +269,19 @@ impl Gateway {
         }
         let mut forwarded = request;
         forwarded.name = tool.clone().into();
-        let theirs = context.meta.get_progress_token();
+        // The client's progress token arrives in the request's `_meta` (rmcp keeps it there).
+        let theirs = forwarded
+            .meta
+            .as_ref()
+            .and_then(|m| m.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
         let ours = relay::fresh_token();
         // Only the progress token travels on: the client's other `_meta` describes its own
         // connection to the gateway, not the gateway's to the server.
         let meta = RequestMetaObject::with_progress_token(ours.clone());
         forwarded.meta = Some(meta);
         let peer = session.peer();
-        relay::relay(
+        let response = relay::relay(
             &session,
             context,
             &self.shared.inflight,
@@ -284,8 +289,21 @@ impl Gateway {
             theirs.map(|t| (ours, t)),
             peer.call_tool_once(forwarded),
         )
-        .await
+        .await?;
+        Ok(match response {
+            CallToolResponse::Complete(mut result) => {
+                complete(&mut result.result_type);
+                CallToolResponse::Complete(result)
+            }
+            other => other,
+        })
     }
+}
+
+/// A result relayed from a server that spoke an older version carries no `resultType`; a
+/// 2026-07-28 client needs it (rmcp strips `complete` again for older clients).
+fn complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
 }
 
 fn denied(by: &str, reason: &str) -> CallToolResult {
@@ -472,9 +490,11 @@ impl ServerHandler for Gateway {
                 )
                 .await?;
                 Ok(match response {
-                    ReadResourceResponse::Complete(mut result)
-                        if !session.config.prefix.is_empty() =>
-                    {
+                    ReadResourceResponse::Complete(mut result) => {
+                        complete(&mut result.result_type);
+                        if session.config.prefix.is_empty() {
+                            return Ok(ReadResourceResponse::Complete(result));
+                        }
                         for item in &mut result.contents {
                             // Contents name their URI; the client knows the namespaced one.
                             if let Ok(mut v) = serde_json::to_value(&*item)
@@ -588,7 +608,7 @@ impl ServerHandler for Gateway {
                 forwarded.name = found.prompt.name.clone();
                 forwarded.meta = None;
                 let peer = found.session.peer();
-                relay::relay(
+                let response = relay::relay(
                     &found.session,
                     &context,
                     &self.shared.inflight,
@@ -596,7 +616,14 @@ impl ServerHandler for Gateway {
                     None,
                     peer.get_prompt_once(forwarded),
                 )
-                .await
+                .await?;
+                Ok(match response {
+                    GetPromptResponse::Complete(mut result) => {
+                        complete(&mut result.result_type);
+                        GetPromptResponse::Complete(result)
+                    }
+                    other => other,
+                })
             },
         )
         .await
@@ -644,7 +671,7 @@ impl ServerHandler for Gateway {
                     }
                 };
                 let peer = session.peer();
-                relay::relay(
+                let mut result = relay::relay(
                     &session,
                     &context,
                     &self.shared.inflight,
@@ -652,7 +679,9 @@ impl ServerHandler for Gateway {
                     None,
                     peer.complete(forwarded),
                 )
-                .await
+                .await?;
+                complete(&mut result.result_type);
+                Ok(result)
             },
         )
         .await
