@@ -8,3 +8,4 @@ pub mod cli;
 pub mod config;
 pub mod logging;
 pub mod mcp;
+pub mod serve;

@@ -11,6 +11,10 @@
 //! its tools are back, against the same server's own cold start (spawn, initialize, list), as a
 //! ratio (target: under 2x).
 //!
+//! Gateway: the same rmcp client calling the fixture's `echo` directly and through `rkmcp serve`
+//! (stdio both ways, the gateway in front of the same fixture), p50 and p99 and 8 calls in flight,
+//! as ratios (target: at most 1.3x direct at p50).
+//!
 //! Run: `cargo bench -p rkmcp-tests --bench mcp_roundtrip` (after scripts/setup).
 //! Env: BENCH_CALLS (default 2000), BENCH_FLAVOR=current|multi|both (default both).
 use std::path::Path;
@@ -374,7 +378,55 @@ async fn run(calls: usize, flavor: &str) -> anyhow::Result<()> {
         "\n## 8 calls in flight on one session (fixture echo): rmcp {r8:.0} calls/s, rkmcp {k8:.0} calls/s, rkmcp/rmcp throughput {:.3}x",
         k8 / r8
     );
-    protocol_versions(t, calls).await
+    protocol_versions(t, calls).await?;
+    gateway_latency(t, calls).await
+}
+
+/// tools/call through `rkmcp serve` vs the same call direct, same client, same fixture server,
+/// interleaved so machine drift hits both alike.
+async fn gateway_latency(t: &Target, calls: usize) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let args: Vec<String> = t.args.iter().map(|a| rkmcp_tests::toml_str(a)).collect();
+    let toml = format!(
+        "[[servers]]\nname = \"fx\"\ncommand = {}\nargs = [{}]\nprefix = \"\"\nprotocol = \"2025-11-25\"\n\n[chat.approval]\nauto_approve = [\"fx/*\"]\n",
+        rkmcp_tests::toml_str(&t.program),
+        args.join(", ")
+    );
+    let path = dir.path().join("rkmcp.toml");
+    std::fs::write(&path, toml)?;
+    let home = dir.path().display().to_string();
+    let gateway = Target {
+        label: "gateway",
+        program: "env".into(),
+        args: vec![
+            format!("XDG_CONFIG_HOME={home}/config"),
+            format!("XDG_STATE_HOME={home}/state"),
+            format!("XDG_CACHE_HOME={home}/cache"),
+            rkmcp_tests::rkmcp().display().to_string(),
+            "--config".into(),
+            path.display().to_string(),
+            "serve".into(),
+            "--no-local-model".into(),
+        ],
+        tool: t.tool,
+    };
+    let (d1, _) = rmcp_direct(t, calls / 2, 1).await?;
+    let (g1, _) = rmcp_direct(&gateway, calls / 2, 1).await?;
+    let (d2, _) = rmcp_direct(t, calls / 2, 1).await?;
+    let (g2, _) = rmcp_direct(&gateway, calls / 2, 1).await?;
+    let (dp50, dp99) = ((d1.p50 + d2.p50) / 2.0, (d1.p99 + d2.p99) / 2.0);
+    let (gp50, gp99) = ((g1.p50 + g2.p50) / 2.0, (g1.p99 + g2.p99) / 2.0);
+    let (_, d8) = rmcp_direct(t, calls, 8).await?;
+    let (_, g8) = rmcp_direct(&gateway, calls, 8).await?;
+    println!(
+        "\n## rkmcp serve (fixture echo over stdio, rmcp client): direct p50 {dp50:.1}µs p99 {dp99:.1}µs, \
+         through the gateway p50 {gp50:.1}µs p99 {gp99:.1}µs; gateway/direct p50 {:.2}x (target <= 1.3x), \
+         p99 {:.2}x; 8 in flight: direct {d8:.0} calls/s, gateway {g8:.0} calls/s ({:.2}x)",
+        gp50 / dp50,
+        gp99 / dp99,
+        g8 / d8
+    );
+    Ok(())
 }
 
 /// rkmcp against the same fixture server in both lifecycles, interleaved so machine drift hits

@@ -65,7 +65,7 @@ async fn the_default_guard_denies_writes_outside_its_roots_and_allows_reads() {
         "guards = [\"{GUARD}\"]\nauto_approve = [\"fs/*\"]"
     ));
     // --yes and an auto_approve rule: only the guard can stop the write.
-    let mut approver = Approver::new(&cfg, guards, None, true).expect("approver");
+    let approver = Approver::new(&cfg, guards, None, true).expect("approver");
     assert_eq!(approver.guard_names(), [GUARD]);
 
     let write = request("write_file", json!({"path": "/etc/cron.d/x"}), None);
@@ -89,7 +89,7 @@ async fn the_default_guard_denies_writes_outside_its_roots_and_allows_reads() {
     // Without --yes or a prompter: a read-only tool is allowed by its annotations, the guard's
     // question about an unannotated tool becomes a deny.
     let guards = vec![host.approval_guard(GUARD).expect("guard")];
-    let mut unattended = Approver::new(
+    let unattended = Approver::new(
         &config(&format!("guards = [\"{GUARD}\"]")),
         guards,
         None,
@@ -119,7 +119,7 @@ async fn the_default_guard_denies_writes_outside_its_roots_and_allows_reads() {
     // With a person: the guard's question is what they are shown.
     let person = Arc::new(RecordingPrompter::default());
     let guards = vec![host.approval_guard(GUARD).expect("guard")];
-    let mut attended = Approver::new(
+    let attended = Approver::new(
         &config(&format!("guards = [\"{GUARD}\"]")),
         guards,
         Some(person.clone()),
@@ -144,7 +144,7 @@ async fn a_guard_that_fails_denies_the_call() {
     let f = Fixture::new(&[(GUARD, "starved")]);
     let host = f.host("[grants.starved]\nfuel = 1\ncall_timeout_ms = 10000\n");
     let guards = vec![host.approval_guard("starved").expect("guard")];
-    let mut approver = Approver::new(
+    let approver = Approver::new(
         &config("guards = [\"starved\"]\nauto_approve = [\"fs/*\"]"),
         guards,
         None,

@@ -10,6 +10,8 @@ mod mcp_protocol;
 mod mcp_real_servers;
 mod mcp_session_behaviour;
 mod remote;
+// rkmcp as an MCP server: the gateway with real clients in front and real servers behind.
+mod serve;
 // Server health and restart, elicitation forms, sampling on the local model.
 mod elicitation;
 mod health;

@@ -405,8 +405,9 @@ pub struct Approver {
     guards: Vec<ApprovalGuard>,
     prompter: Option<Arc<dyn Prompter>>,
     yes: bool,
-    /// (server, tool) pairs the person allowed for this session.
-    session: HashSet<(String, String)>,
+    /// (server, tool) pairs the person allowed for this session. Behind a lock so one approver
+    /// can review concurrent calls (`rkmcp serve`).
+    session: std::sync::Mutex<HashSet<(String, String)>>,
 }
 
 impl Approver {
@@ -424,13 +425,23 @@ impl Approver {
             guards,
             prompter,
             yes,
-            session: HashSet::new(),
+            session: std::sync::Mutex::default(),
         })
     }
 
     /// Decides one call (the order is in the [module docs](self)). May ask the person.
-    pub async fn review(&mut self, request: &ApprovalRequest) -> Verdict {
-        let verdict = self.review_inner(request).await;
+    pub async fn review(&self, request: &ApprovalRequest) -> Verdict {
+        self.review_with(request, self.prompter.clone()).await
+    }
+
+    /// [`review`](Self::review) with the person reached through `prompter` instead of the one
+    /// given at construction (`rkmcp serve` asks the connected client, when it can answer).
+    pub async fn review_with(
+        &self,
+        request: &ApprovalRequest,
+        prompter: Option<Arc<dyn Prompter>>,
+    ) -> Verdict {
+        let verdict = self.review_inner(request, prompter).await;
         tracing::debug!(
             server = %request.server,
             tool = %request.tool,
@@ -440,7 +451,11 @@ impl Approver {
         verdict
     }
 
-    async fn review_inner(&mut self, request: &ApprovalRequest) -> Verdict {
+    async fn review_inner(
+        &self,
+        request: &ApprovalRequest,
+        prompter: Option<Arc<dyn Prompter>>,
+    ) -> Verdict {
         // Rule 1 first: a denied call is not shown to the guards.
         if let Some(v) = self.policy.denied(request) {
             return v;
@@ -449,14 +464,19 @@ impl Approver {
             yes: self.yes,
             ..Facts::default()
         };
-        self.consult_guards(request, &mut facts).await;
+        // Guards see `interactive` when a question gets an answer: from a person, or from
+        // `--yes` (their questions are then answered yes instead of being turned into denies).
+        self.consult_guards(request, &mut facts, prompter.is_some() || self.yes)
+            .await;
         facts.session_allowed = self
             .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .contains(&(request.server.clone(), request.tool.clone()));
         match decide(&self.policy, request, &facts) {
             Step::Done(v) => v,
             Step::Ask { why, if_nobody } => {
-                let Some(prompter) = &self.prompter else {
+                let Some(prompter) = &prompter else {
                     return Verdict::Deny {
                         by: "policy".into(),
                         reason: if_nobody,
@@ -465,6 +485,8 @@ impl Approver {
                 let answer = prompter.ask(request, &why).await;
                 if answer == PromptAnswer::AllowSession {
                     self.session
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
                         .insert((request.server.clone(), request.tool.clone()));
                 }
                 verdict_for(answer)
@@ -473,7 +495,7 @@ impl Approver {
     }
 
     /// Rule 2: asks each guard in order, stopping at the first deny or failure.
-    async fn consult_guards(&self, request: &ApprovalRequest, facts: &mut Facts) {
+    async fn consult_guards(&self, request: &ApprovalRequest, facts: &mut Facts, answered: bool) {
         if self.guards.is_empty() {
             return;
         }
@@ -488,7 +510,7 @@ impl Approver {
                 idempotent: a.idempotent_hint,
                 open_world: a.open_world_hint,
             },
-            interactive: self.questions_answered(),
+            interactive: answered,
         };
         for guard in &self.guards {
             match guard.review(&call).await {
@@ -512,13 +534,6 @@ impl Approver {
     /// Whether a person can be asked (a prompter is attached).
     pub fn is_interactive(&self) -> bool {
         self.prompter.is_some()
-    }
-
-    /// Whether a question gets an answer: from a person, or from `--yes`. This is what guards
-    /// see as `interactive` — with `--yes` their questions are answered yes instead of being
-    /// turned into denies by the plugin host.
-    fn questions_answered(&self) -> bool {
-        self.is_interactive() || self.yes
     }
 
     /// The names of the guards consulted, in order.
@@ -862,7 +877,7 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_prompter_a_question_is_a_deny_with_a_concrete_hint() {
-        let mut a = approver("", None, false);
+        let a = approver("", None, false);
         assert!(!a.is_interactive());
         match a.review(&request("fx", "add_tool", None)).await {
             Verdict::Deny { by, reason } => {
@@ -881,7 +896,7 @@ mod tests {
             v => panic!("{v:?}"),
         }
         // always_ask: an auto_approve rule would not help, so it is not suggested.
-        let mut a = approver("always_ask = [\"fx/*\"]", None, false);
+        let a = approver("always_ask = [\"fx/*\"]", None, false);
         match a.review(&request("fx", "t", read_only())).await {
             Verdict::Deny { reason, .. } => {
                 assert!(reason.contains("remove `fx/*` from always_ask"), "{reason}");
@@ -902,7 +917,7 @@ mod tests {
     #[tokio::test]
     async fn allow_once_asks_again_next_time() {
         let p = CountingPrompter::new(PromptAnswer::AllowOnce);
-        let mut a = approver("", Some(p.clone()), false);
+        let a = approver("", Some(p.clone()), false);
         assert!(a.is_interactive());
         let r = request("db", "drop", destructive());
         for _ in 0..2 {
@@ -916,7 +931,7 @@ mod tests {
     #[tokio::test]
     async fn allow_session_is_remembered_per_server_and_tool() {
         let p = CountingPrompter::new(PromptAnswer::AllowSession);
-        let mut a = approver("", Some(p.clone()), false);
+        let a = approver("", Some(p.clone()), false);
         let r = request("db", "drop", destructive());
         assert_eq!(a.review(&r).await, Verdict::Allow { by: "user".into() });
         assert_eq!(
@@ -930,8 +945,12 @@ mod tests {
         a.review(&request("db2", "drop", destructive())).await;
         assert_eq!(p.asked(), 2);
         // A deny pattern still wins over the session allowance.
-        let mut denying = approver("deny = [\"db/*\"]", Some(p.clone()), false);
-        denying.session.insert(("db".into(), "drop".into()));
+        let denying = approver("deny = [\"db/*\"]", Some(p.clone()), false);
+        denying
+            .session
+            .lock()
+            .unwrap()
+            .insert(("db".into(), "drop".into()));
         assert!(matches!(denying.review(&r).await, Verdict::Deny { .. }));
         assert_eq!(p.asked(), 2);
     }
@@ -939,7 +958,7 @@ mod tests {
     #[tokio::test]
     async fn a_person_can_deny() {
         let p = CountingPrompter::new(PromptAnswer::Deny);
-        let mut a = approver("", Some(p.clone()), false);
+        let a = approver("", Some(p.clone()), false);
         let r = request("db", "drop", None);
         for _ in 0..2 {
             assert_eq!(
@@ -956,7 +975,7 @@ mod tests {
     #[tokio::test]
     async fn allowed_calls_do_not_reach_the_prompter() {
         let p = CountingPrompter::new(PromptAnswer::Deny);
-        let mut a = approver("auto_approve = [\"time/*\"]", Some(p.clone()), false);
+        let a = approver("auto_approve = [\"time/*\"]", Some(p.clone()), false);
         assert_eq!(
             a.review(&request("time", "now", None)).await,
             Verdict::Allow {
@@ -969,7 +988,7 @@ mod tests {
                 by: "annotations".into()
             }
         );
-        let mut yes = approver("", Some(p.clone()), true);
+        let yes = approver("", Some(p.clone()), true);
         assert_eq!(
             yes.review(&request("db", "drop", None)).await,
             Verdict::Allow { by: "--yes".into() }

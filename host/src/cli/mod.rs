@@ -20,6 +20,7 @@ mod models;
 mod plugins;
 mod roots_command;
 pub mod sampling_prompt;
+mod serve;
 pub mod status;
 mod tasks;
 
@@ -112,6 +113,9 @@ pub enum Command {
     /// Sign in to remote MCP servers (OAuth), show sign-ins, sign out.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
+    /// Serve MCP: the configured servers' tools behind rkmcp's policy, and the local model as a
+    /// tool (stdio, or streamable HTTP with --http).
+    Serve(serve::ServeArgs),
     /// The client the official MCP conformance suite drives (for CI; see
     /// scripts/check.d/70-conformance.sh).
     #[command(hide = true, name = "conformance-client")]
@@ -268,6 +272,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Auth(cmd) => auth::run(&ctx, cmd).await,
         Command::Tasks(cmd) => tasks::run(&ctx, cmd).await,
         Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
+        Command::Serve(args) => serve::run(&ctx, args).await,
     }
 }
 

@@ -359,6 +359,9 @@ pub struct Config {
     /// `[sampling]` as written (see `chat::sampling::SamplingSettings`).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub sampling: toml::Table,
+    /// `[serve]` as written (see `serve::ServeSettings`).
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub serve: toml::Table,
     /// `[roots] paths`, made absolute from the config file's folder; empty means the current
     /// directory. Checked when the roots are built (`mcp::Roots::resolve`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -378,6 +381,7 @@ impl Config {
             "chat" => &self.chat,
             "audit" => &self.audit,
             "sampling" => &self.sampling,
+            "serve" => &self.serve,
             other => return Err(ConfigError::new(format!("no config section `{other}`"))),
         };
         if table.is_empty() {
@@ -608,6 +612,7 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
         merge_tables(&mut config.model, raw.model);
         merge_tables(&mut config.chat, raw.chat);
         merge_tables(&mut config.sampling, raw.sampling);
+        merge_tables(&mut config.serve, raw.serve);
         if let Some(roots) = raw.roots {
             config.roots = roots.paths.iter().map(|p| base.join(p)).collect();
         }

@@ -30,6 +30,9 @@ pub struct RawConfig {
     /// `[sampling]`: servers' `sampling/createMessage` on the local model.
     #[serde(default)]
     pub sampling: Option<toml::Table>,
+    /// `[serve]`: `rkmcp serve`, the MCP gateway.
+    #[serde(default)]
+    pub serve: Option<toml::Table>,
     /// `[roots]`: the directories servers may work in.
     #[serde(default)]
     pub roots: Option<RawRoots>,

@@ -1,0 +1,707 @@
+//! The gateway's MCP server (rmcp's [`ServerHandler`]): the configured servers' tools, resources,
+//! templates and prompts under the names the chat uses, every tool call through rkmcp's approval
+//! policy, and the local model as a tool.
+//!
+//! One [`Gateway`] value serves one client connection (stdio, or one HTTP session); all of them
+//! share the sessions to the servers behind ([`Shared`]).
+#![allow(deprecated)] // logging and resources/subscribe are deprecated by SEP-2577 but in use.
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use futures::FutureExt;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    RequestMetaObject, Resource, ResourceTemplate, ResultType, ServerCapabilities,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use super::downstream::{Downstream, ElicitPrompter};
+use super::instrumentation::{Instrumentation, Record};
+use super::local_model::{self, LocalModel};
+use super::namespace;
+use super::relay::{self, InFlight};
+use crate::chat::approval::{ApprovalRequest, Approver, Verdict};
+use crate::mcp::naming::{self, ServerTools};
+use crate::mcp::{Session, SessionManager};
+
+/// What every connection shares.
+pub struct Shared {
+    pub manager: Arc<SessionManager>,
+    pub approver: Approver,
+    pub local: Option<Arc<LocalModel>>,
+    pub instrumentation: Instrumentation,
+    pub downstream: Arc<Downstream>,
+    pub inflight: Arc<InFlight>,
+    /// Items per page of the gateway's own lists.
+    pub page_size: usize,
+}
+
+#[derive(Clone)]
+pub struct Gateway {
+    shared: Arc<Shared>,
+    /// This connection's number (for [`Downstream`]).
+    id: u64,
+}
+
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
+
+/// A prompt as the gateway lists it, and where it comes from.
+struct ExposedPrompt {
+    name: String,
+    session: Arc<Session>,
+    prompt: Prompt,
+}
+
+impl Gateway {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        Gateway {
+            shared,
+            id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// A handler for another connection (HTTP sessions).
+    pub fn connection(&self) -> Self {
+        Gateway::new(self.shared.clone())
+    }
+
+    fn manager(&self) -> &SessionManager {
+        &self.shared.manager
+    }
+
+    /// Runs one request: a tracing span, a record with its outcome, and a caught panic becomes
+    /// an internal error (logged with the method) instead of a hung client.
+    async fn observe<T>(
+        &self,
+        method: &str,
+        server: Option<&str>,
+        tool: Option<&str>,
+        context: &RequestContext<RoleServer>,
+        outcome: impl Fn(&T) -> &'static str,
+        work: impl Future<Output = Result<T, ErrorData>>,
+    ) -> Result<T, ErrorData> {
+        self.shared.downstream.seen(self.id, &context.peer);
+        let span = tracing::info_span!(
+            "mcp_request",
+            method,
+            server = server.unwrap_or(""),
+            tool = tool.unwrap_or("")
+        );
+        let started = Instant::now();
+        let result = tracing::Instrument::instrument(
+            std::panic::AssertUnwindSafe(work).catch_unwind(),
+            span,
+        )
+        .await;
+        let mut record = Record::new(method, server, tool, started.elapsed());
+        let result = match result {
+            Ok(r) => r,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(method, ?server, ?tool, "internal fault: {what}");
+                record.outcome = "panic".into();
+                record.error = Some(what.clone());
+                self.shared.instrumentation.record(record);
+                return Err(ErrorData::internal_error(
+                    format!(
+                        "rkmcp serve: internal fault while handling {method} (logged); the gateway keeps running"
+                    ),
+                    None,
+                ));
+            }
+        };
+        match &result {
+            Ok(v) => record.outcome = outcome(v).into(),
+            Err(e) => {
+                record.outcome = if context.ct.is_cancelled() {
+                    "cancelled"
+                } else {
+                    "error"
+                }
+                .into();
+                record.error = Some(e.message.to_string());
+            }
+        }
+        self.shared.instrumentation.record(record);
+        result
+    }
+
+    /// Every tool under its exposed name (plus the local model's tool).
+    fn tools(&self) -> Vec<Tool> {
+        let (exposed, _) = self.manager().tools();
+        let mut tools: Vec<Tool> = exposed
+            .into_iter()
+            .map(|t| {
+                let mut tool = t.tool;
+                tool.name = t.name.into();
+                tool
+            })
+            .collect();
+        if self.shared.local.is_some() {
+            tools.push(local_model::tool());
+        }
+        tools
+    }
+
+    fn prompts(&self) -> Vec<ExposedPrompt> {
+        let sessions = self.manager().sessions();
+        let catalogs: Vec<_> = sessions.iter().map(|s| (s, s.catalog().prompts)).collect();
+        let inputs: Vec<ServerTools<'_>> = catalogs
+            .iter()
+            .map(|(s, prompts)| ServerTools {
+                server: s.name(),
+                prefix: &s.config.prefix,
+                tools: prompts.iter().map(|p| p.name.as_str()).collect(),
+            })
+            .collect();
+        let (names, _) = naming::assign(&inputs);
+        let all = catalogs
+            .iter()
+            .flat_map(|(s, prompts)| prompts.iter().map(move |p| (*s, p)));
+        names
+            .into_iter()
+            .zip(all)
+            .map(|(n, (s, p))| ExposedPrompt {
+                name: n.exposed,
+                session: s.clone(),
+                prompt: p.clone(),
+            })
+            .collect()
+    }
+
+    /// The server and its own URI for a URI a client sent.
+    fn route_uri(&self, uri: &str) -> Result<(Arc<Session>, String), ErrorData> {
+        if let Some((server, own)) = namespace::split_uri(uri)
+            && let Some(s) = self.manager().session(&server)
+            && !s.config.prefix.is_empty()
+        {
+            return Ok((s.clone(), own.to_string()));
+        }
+        let unprefixed: Vec<&Arc<Session>> = self
+            .manager()
+            .sessions()
+            .iter()
+            .filter(|s| s.config.prefix.is_empty())
+            .collect();
+        let listed = unprefixed.iter().find(|s| {
+            let c = s.catalog();
+            c.resources.iter().any(|r| r.uri == uri)
+                || c.resource_templates
+                    .iter()
+                    .any(|t| namespace::matches_template(&t.uri_template, uri))
+        });
+        let offering = || {
+            unprefixed.iter().find(|s| {
+                s.server_info()
+                    .is_some_and(|i| i.capabilities.resources.is_some())
+            })
+        };
+        match listed.or_else(offering) {
+            Some(s) => Ok(((*s).clone(), uri.to_string())),
+            None => Err(ErrorData::resource_not_found(
+                format!("no server behind rkmcp offers the resource `{uri}`"),
+                Some(serde_json::json!({"uri": uri})),
+            )),
+        }
+    }
+
+    fn uri_out(session: &Session, uri: &str) -> String {
+        namespace::namespaced_uri(session.name(), !session.config.prefix.is_empty(), uri)
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let prompter = ElicitPrompter::for_peer(&context.peer);
+        if name == local_model::TOOL_NAME
+            && let Some(local) = &self.shared.local
+        {
+            let approval = ApprovalRequest {
+                server: local_model::SERVER_NAME.into(),
+                tool: name.clone(),
+                exposed_name: name.clone(),
+                arguments: Value::Object(arguments.clone()),
+                annotations: local_model::tool().annotations,
+            };
+            if let Verdict::Deny { by, reason } =
+                self.shared.approver.review_with(&approval, prompter).await
+            {
+                return Ok(denied(&by, &reason).into());
+            }
+            return Ok(local.generate(&arguments).await.into());
+        }
+        let (session, tool) = self
+            .manager()
+            .resolve_tool(&name)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let annotations = session
+            .catalog()
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .and_then(|t| t.annotations.clone());
+        let approval = ApprovalRequest {
+            server: session.name().to_string(),
+            tool: tool.clone(),
+            exposed_name: name.clone(),
+            arguments: Value::Object(arguments),
+            annotations,
+        };
+        if let Verdict::Deny { by, reason } =
+            self.shared.approver.review_with(&approval, prompter).await
+        {
+            return Ok(denied(&by, &reason).into());
+        }
+        let mut forwarded = request;
+        forwarded.name = tool.clone().into();
+        // The client's progress token arrives in the request's `_meta` (rmcp keeps it there).
+        let theirs = forwarded
+            .meta
+            .as_ref()
+            .and_then(|m| m.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
+        let ours = relay::fresh_token();
+        // Only the progress token travels on: the client's other `_meta` describes its own
+        // connection to the gateway, not the gateway's to the server.
+        let meta = RequestMetaObject::with_progress_token(ours.clone());
+        forwarded.meta = Some(meta);
+        let peer = session.peer();
+        let response = relay::relay(
+            &session,
+            context,
+            &self.shared.inflight,
+            &format!("calling tool `{tool}`"),
+            theirs.map(|t| (ours, t)),
+            peer.call_tool_once(forwarded),
+        )
+        .await?;
+        Ok(match response {
+            CallToolResponse::Complete(mut result) => {
+                complete(&mut result.result_type);
+                CallToolResponse::Complete(result)
+            }
+            other => other,
+        })
+    }
+}
+
+/// A result relayed from a server that spoke an older version carries no `resultType`; a
+/// 2026-07-28 client needs it (rmcp strips `complete` again for older clients).
+fn complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
+}
+
+fn denied(by: &str, reason: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "rkmcp denied this call ({by}): {reason}"
+    ))])
+}
+
+fn cursor(params: &Option<PaginatedRequestParams>) -> Option<String> {
+    params.as_ref().and_then(|p| p.cursor.clone())
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> InitializeResult {
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_completions()
+            .build();
+        capabilities.logging = Some(Default::default());
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("rkmcp", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "rkmcp: the tools, resources and prompts of the MCP servers configured in rkmcp, \
+                 behind its approval policy, and the local model (local_model_generate).",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.observe("tools/list", None, None, &context, |_| "ok", async {
+            let (tools, next) = namespace::page(
+                &self.tools(),
+                cursor(&request).as_deref(),
+                self.shared.page_size,
+            )?;
+            let mut result = ListToolsResult::with_all_items(tools);
+            result.next_cursor = next;
+            Ok(result)
+        })
+        .await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let server = self
+            .manager()
+            .resolve_tool(&name)
+            .ok()
+            .map(|(s, _)| s.name().to_string())
+            .or_else(|| (name == local_model::TOOL_NAME).then(|| local_model::SERVER_NAME.into()));
+        let outcome = |r: &CallToolResponse| match r {
+            CallToolResponse::Complete(c) if c.is_error == Some(true) => {
+                let denied = c
+                    .content
+                    .first()
+                    .and_then(|b| b.as_text())
+                    .is_some_and(|t| t.text.starts_with("rkmcp denied"));
+                if denied { "denied" } else { "tool_error" }
+            }
+            CallToolResponse::Complete(_) => "ok",
+            CallToolResponse::InputRequired(_) => "input_required",
+            CallToolResponse::Task(_) => "task",
+            _ => "ok",
+        };
+        self.observe(
+            "tools/call",
+            server.as_deref(),
+            Some(&name),
+            &context,
+            outcome,
+            self.call(request, &context),
+        )
+        .await
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.observe("resources/list", None, None, &context, |_| "ok", async {
+            let all: Vec<Resource> = self
+                .manager()
+                .sessions()
+                .iter()
+                .flat_map(|s| {
+                    s.catalog()
+                        .resources
+                        .iter()
+                        .map(|r| {
+                            let mut r = r.clone();
+                            r.uri = Self::uri_out(s, &r.uri);
+                            r
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let (items, next) =
+                namespace::page(&all, cursor(&request).as_deref(), self.shared.page_size)?;
+            let mut result = ListResourcesResult::with_all_items(items);
+            result.next_cursor = next;
+            Ok(result)
+        })
+        .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.observe(
+            "resources/templates/list",
+            None,
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let all: Vec<ResourceTemplate> = self
+                    .manager()
+                    .sessions()
+                    .iter()
+                    .flat_map(|s| {
+                        s.catalog()
+                            .resource_templates
+                            .iter()
+                            .map(|t| {
+                                let mut t = t.clone();
+                                t.uri_template = Self::uri_out(s, &t.uri_template);
+                                t
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                let (items, next) =
+                    namespace::page(&all, cursor(&request).as_deref(), self.shared.page_size)?;
+                let mut result = ListResourceTemplatesResult::with_all_items(items);
+                result.next_cursor = next;
+                Ok(result)
+            },
+        )
+        .await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let routed = self.route_uri(&request.uri);
+        let server = routed.as_ref().ok().map(|(s, _)| s.name().to_string());
+        self.observe(
+            "resources/read",
+            server.as_deref(),
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let (session, own) = routed?;
+                let mut forwarded = request.clone();
+                forwarded.uri = own.clone();
+                forwarded.meta = None;
+                let peer = session.peer();
+                let response = relay::relay(
+                    &session,
+                    &context,
+                    &self.shared.inflight,
+                    &format!("reading resource `{own}`"),
+                    None,
+                    peer.read_resource_once(forwarded),
+                )
+                .await?;
+                Ok(match response {
+                    ReadResourceResponse::Complete(mut result) => {
+                        complete(&mut result.result_type);
+                        if session.config.prefix.is_empty() {
+                            return Ok(ReadResourceResponse::Complete(result));
+                        }
+                        for item in &mut result.contents {
+                            // Contents name their URI; the client knows the namespaced one.
+                            if let Ok(mut v) = serde_json::to_value(&*item)
+                                && let Some(own) = v.get("uri").and_then(Value::as_str)
+                            {
+                                let namespaced = Self::uri_out(&session, own);
+                                v["uri"] = Value::String(namespaced);
+                                if let Ok(back) = serde_json::from_value(v) {
+                                    *item = back;
+                                }
+                            }
+                        }
+                        ReadResourceResponse::Complete(result)
+                    }
+                    other => other,
+                })
+            },
+        )
+        .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.observe(
+            "resources/subscribe",
+            None,
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let (session, own) = self.route_uri(&request.uri)?;
+                session
+                    .subscribe_resource(&own)
+                    .await
+                    .map_err(|e| ErrorData::invalid_params(e.to_string(), None))
+            },
+        )
+        .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.observe(
+            "resources/unsubscribe",
+            None,
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let (session, own) = self.route_uri(&request.uri)?;
+                session
+                    .unsubscribe_resource(&own)
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+            },
+        )
+        .await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.observe("prompts/list", None, None, &context, |_| "ok", async {
+            let all: Vec<Prompt> = self
+                .prompts()
+                .into_iter()
+                .map(|p| {
+                    let mut prompt = p.prompt;
+                    prompt.name = p.name;
+                    prompt
+                })
+                .collect();
+            let (items, next) =
+                namespace::page(&all, cursor(&request).as_deref(), self.shared.page_size)?;
+            let mut result = ListPromptsResult::with_all_items(items);
+            result.next_cursor = next;
+            Ok(result)
+        })
+        .await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let found = self.prompts().into_iter().find(|p| p.name == request.name);
+        let server = found.as_ref().map(|p| p.session.name().to_string());
+        self.observe(
+            "prompts/get",
+            server.as_deref(),
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let Some(found) = found else {
+                    return Err(ErrorData::invalid_params(
+                        format!("no prompt named `{}` behind rkmcp", request.name),
+                        None,
+                    ));
+                };
+                let mut forwarded = request.clone();
+                forwarded.name = found.prompt.name.clone();
+                forwarded.meta = None;
+                let peer = found.session.peer();
+                let response = relay::relay(
+                    &found.session,
+                    &context,
+                    &self.shared.inflight,
+                    &format!("getting prompt `{}`", found.prompt.name),
+                    None,
+                    peer.get_prompt_once(forwarded),
+                )
+                .await?;
+                Ok(match response {
+                    GetPromptResponse::Complete(mut result) => {
+                        complete(&mut result.result_type);
+                        GetPromptResponse::Complete(result)
+                    }
+                    other => other,
+                })
+            },
+        )
+        .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.observe(
+            "completion/complete",
+            None,
+            None,
+            &context,
+            |_| "ok",
+            async {
+                let mut forwarded = request.clone();
+                forwarded.meta = None;
+                let session = match &mut forwarded.r#ref {
+                    Reference::Prompt(p) => {
+                        let found = self
+                            .prompts()
+                            .into_iter()
+                            .find(|e| e.name == p.name)
+                            .ok_or_else(|| {
+                                ErrorData::invalid_params(
+                                    format!("no prompt named `{}`", p.name),
+                                    None,
+                                )
+                            })?;
+                        p.name = found.prompt.name.clone();
+                        found.session
+                    }
+                    Reference::Resource(r) => {
+                        let (session, own) = self.route_uri(&r.uri)?;
+                        r.uri = own;
+                        session
+                    }
+                    _ => {
+                        return Err(ErrorData::invalid_params(
+                            "completion for a reference kind rkmcp does not know",
+                            None,
+                        ));
+                    }
+                };
+                let peer = session.peer();
+                let mut result = relay::relay(
+                    &session,
+                    &context,
+                    &self.shared.inflight,
+                    "completion",
+                    None,
+                    peer.complete(forwarded),
+                )
+                .await?;
+                complete(&mut result.result_type);
+                Ok(result)
+            },
+        )
+        .await
+    }
+
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // Server log messages are relayed inside the requests they belong to; the level each
+        // server logs at is `log_level` in its config.
+        self.observe("logging/setLevel", None, None, &context, |_| "ok", async {
+            Ok(())
+        })
+        .await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.shared.downstream.seen(self.id, &context.peer);
+        tracing::info!("client initialized");
+    }
+}

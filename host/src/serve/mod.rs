@@ -1,0 +1,362 @@
+//! `rkmcp serve`: rkmcp as an MCP server — a gateway in front of the configured servers that
+//! puts rkmcp's approval policy on every tool call, and the local model as a tool.
+//!
+//! Data flows: config → [`crate::mcp::SessionManager`] (the servers behind) → [`gateway`]
+//! (rmcp's server side, one handler per client connection) → stdio or [`http`]. What the servers
+//! behind ask of their client goes to the connected client ([`downstream`]); [`relay`] carries one
+//! request and what happens while it runs; [`namespace`] names resources and pages lists;
+//! [`local_model`] is the model as a tool and as the sampler of last resort; [`instrumentation`]
+//! records every request.
+//!
+//! # Configuration: `[serve]` (every key optional)
+//!
+//! ```toml
+//! [serve]
+//! http = "127.0.0.1:8765"          # serve streamable HTTP here instead of stdio (--http)
+//! allowed_origins = ["https://app.example.org"]   # browser Origins besides loopback ones
+//! allowed_hosts = ["mcp.example.org"]             # Host names besides loopback ones
+//! instrumentation = "serve.jsonl"  # one JSON line per request
+//! local_model = true               # expose local_model_generate (default true)
+//! local_model_wait = 60            # seconds a generation waits for the model
+//! page_size = 100                  # items per page of the gateway's lists
+//!
+//! [serve.auth]
+//! bearer_token_env = "RKMCP_SERVE_TOKEN"   # clients must send `Authorization: Bearer <it>`
+//! ```
+//!
+//! Tool calls are approved by `[chat.approval]` (deny patterns, guard plugins, auto_approve,
+//! annotations); a call that needs a person is asked of the connected client through
+//! elicitation when it supports forms, and denied with the reason otherwise.
+pub mod downstream;
+pub mod gateway;
+pub mod http;
+pub mod instrumentation;
+pub mod local_model;
+pub mod namespace;
+pub mod relay;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rkmcp_llm::ModelConfig;
+use serde::Deserialize;
+
+use crate::chat::approval::Approver;
+use crate::chat::sampling::{SamplingPolicy, SamplingSettings};
+use crate::chat::settings::ChatSettings;
+use crate::config::{Config, ConfigError};
+use crate::mcp::{ListKind, NonInteractive, SessionEvent, SessionManager, config_roots};
+pub use gateway::{Gateway, Shared};
+
+/// `[serve]` in the config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeSettings {
+    /// `HOST:PORT` for streamable HTTP; absent: stdio.
+    pub http: Option<String>,
+    pub allowed_origins: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+    pub instrumentation: Option<PathBuf>,
+    pub local_model: bool,
+    pub local_model_wait: f64,
+    pub page_size: usize,
+    pub auth: AuthSettings,
+}
+
+impl Default for ServeSettings {
+    fn default() -> Self {
+        ServeSettings {
+            http: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            instrumentation: None,
+            local_model: true,
+            local_model_wait: 60.0,
+            page_size: 100,
+            auth: AuthSettings::default(),
+        }
+    }
+}
+
+/// `[serve.auth]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// The environment variable holding the bearer token clients must present.
+    pub bearer_token_env: Option<String>,
+}
+
+impl AuthSettings {
+    /// The token, if one is configured. Err: the variable is named but unset or empty.
+    pub fn bearer_token(&self) -> Result<Option<String>, String> {
+        let Some(var) = &self.bearer_token_env else {
+            return Ok(None);
+        };
+        match std::env::var(var) {
+            Ok(t) if !t.trim().is_empty() => Ok(Some(t.trim().to_string())),
+            _ => Err(format!(
+                "[serve.auth] bearer_token_env = \"{var}\", but ${var} is unset or empty"
+            )),
+        }
+    }
+}
+
+/// What the front end chooses besides the config.
+pub struct ServeOptions {
+    pub settings: ServeSettings,
+    pub chat: ChatSettings,
+    /// The model for `local_model_generate` and sampling; `None`: no local model.
+    pub model: Option<ModelConfig>,
+    /// Approve every call (`--yes`; `deny` rules and guards still apply).
+    pub yes: bool,
+}
+
+/// A started gateway: the handler for the first connection and the event forwarder.
+pub struct Started {
+    pub gateway: Gateway,
+    pub shared: Arc<Shared>,
+    forwarder: tokio::task::JoinHandle<()>,
+}
+
+impl Started {
+    /// Stops forwarding and closes the sessions to the servers.
+    pub async fn shutdown(self) {
+        let Started {
+            gateway,
+            shared,
+            forwarder,
+        } = self;
+        forwarder.abort();
+        let _ = forwarder.await;
+        drop(gateway);
+        match Arc::try_unwrap(shared) {
+            Ok(shared) => {
+                if let Ok(manager) = Arc::try_unwrap(shared.manager) {
+                    manager.shutdown().await;
+                }
+            }
+            Err(_) => tracing::debug!("gateway still in use at shutdown"),
+        }
+    }
+}
+
+/// Starts the servers behind the gateway and builds the shared state.
+pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Started> {
+    let sampling = config
+        .section::<SamplingSettings>("sampling")
+        .map_err(anyhow::Error::from)
+        .and_then(|s| SamplingPolicy::new(s).map_err(|e| ConfigError::new(e).into()))?;
+    let settings = options.settings;
+    if !(settings.local_model_wait.is_finite() && settings.local_model_wait > 0.0) {
+        return Err(ConfigError::new(format!(
+            "[serve] local_model_wait must be a positive number of seconds, not {}",
+            settings.local_model_wait
+        ))
+        .into());
+    }
+    let local = match (settings.local_model, options.model) {
+        (true, Some(model)) => Some(Arc::new(local_model::LocalModel::new(
+            model,
+            options.chat.clone(),
+            sampling,
+            Duration::from_secs_f64(settings.local_model_wait),
+        ))),
+        _ => None,
+    };
+    let instrumentation = match &settings.instrumentation {
+        Some(path) => instrumentation::Instrumentation::to_file(path)
+            .await
+            .map_err(|e| {
+                ConfigError::new(format!(
+                    "[serve] instrumentation: cannot open {}: {e}",
+                    path.display()
+                ))
+            })?,
+        None => instrumentation::Instrumentation::spans_only(),
+    };
+    let plugins = crate::chat::start::load_plugins(
+        config,
+        &ChatSettings {
+            detector: None,
+            converter: None,
+            ..options.chat.clone()
+        },
+    )?;
+    let approver = Approver::new(&options.chat.approval, plugins.guards, None, options.yes)
+        .map_err(|e| ConfigError::new(format!("[chat.approval]: {e}")))?;
+    let downstream = Arc::new(downstream::Downstream::default());
+    let inflight = Arc::new(relay::InFlight::default());
+    // Nobody sits at the gateway's terminal: notices go to the log.
+    let fallback = NonInteractive::new(config_roots(config), false)
+        .with_notice(|text| tracing::info!("{text}"));
+    let client = Arc::new(downstream::GatewayClient::new(
+        downstream.clone(),
+        inflight.clone(),
+        local.clone(),
+        fallback,
+    ));
+    let manager = SessionManager::start_with(config, None, client).await;
+    for failure in manager.failures() {
+        tracing::warn!(
+            "server `{}` did not start: {} (its tools are not offered)",
+            failure.server,
+            failure.error
+        );
+    }
+    let manager = Arc::new(manager);
+    let forwarder = tokio::spawn(forward_changes(manager.clone(), downstream.clone()));
+    let shared = Arc::new(Shared {
+        manager,
+        approver,
+        local,
+        instrumentation,
+        downstream,
+        inflight,
+        page_size: settings.page_size.max(1),
+    });
+    Ok(Started {
+        gateway: Gateway::new(shared.clone()),
+        shared,
+        forwarder,
+    })
+}
+
+/// Tells every connected client when a list behind the gateway changed or a subscribed
+/// resource was updated. The per-session readers live in a `JoinSet` owned by this future, so
+/// aborting it stops them all (and lets go of nothing that holds a session).
+async fn forward_changes(manager: Arc<SessionManager>, downstream: Arc<downstream::Downstream>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut readers = tokio::task::JoinSet::new();
+    for session in manager.sessions() {
+        let mut events = session.subscribe();
+        let name = session.name().to_string();
+        let prefixed = !session.config.prefix.is_empty();
+        let tx = tx.clone();
+        readers.spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(event) => {
+                        if tx.send((name.clone(), prefixed, event)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+    drop(tx);
+    drop(manager);
+    while let Some((server, prefixed, event)) = rx.recv().await {
+        for peer in downstream.all() {
+            let sent = match &event {
+                SessionEvent::ListRefreshed { list, .. } => match list {
+                    ListKind::Tools => peer.notify_tool_list_changed().await,
+                    ListKind::Prompts => peer.notify_prompt_list_changed().await,
+                    ListKind::Resources | ListKind::ResourceTemplates => {
+                        peer.notify_resource_list_changed().await
+                    }
+                },
+                SessionEvent::ResourceUpdated { uri, .. } => {
+                    let uri = namespace::namespaced_uri(&server, prefixed, uri);
+                    peer.notify_resource_updated(
+                        rmcp::model::ResourceUpdatedNotificationParam::new(uri),
+                    )
+                    .await
+                }
+                _ => Ok(()),
+            };
+            if let Err(err) = sent {
+                tracing::debug!("a notification to a client failed: {err}");
+            }
+        }
+    }
+}
+
+/// Serves one client on stdin/stdout until it disconnects.
+pub async fn serve_stdio(started: &Started) -> anyhow::Result<()> {
+    let service = rmcp::serve_server(started.gateway.clone(), rmcp::transport::stdio())
+        .await
+        .map_err(|e| anyhow::anyhow!("the client's initialization failed: {e}"))?;
+    let reason = service.waiting().await;
+    tracing::info!("client disconnected: {reason:?}");
+    Ok(())
+}
+
+/// The snippet a user pastes into a client's config to run `rkmcp serve` over stdio.
+pub fn client_config(client: &str, exe: &str, config: Option<&str>) -> Result<String, String> {
+    let mut args = vec![serde_json::Value::from("serve")];
+    if let Some(c) = config {
+        args.insert(0, serde_json::Value::from(c));
+        args.insert(0, serde_json::Value::from("--config"));
+    }
+    let server = serde_json::json!({ "command": exe, "args": args });
+    let doc = match client {
+        // claude_desktop_config.json
+        "claude" => serde_json::json!({ "mcpServers": { "rkmcp": server } }),
+        // .vscode/mcp.json
+        "vscode" => {
+            let mut s = server;
+            s["type"] = "stdio".into();
+            serde_json::json!({ "servers": { "rkmcp": s } })
+        }
+        other => {
+            return Err(format!(
+                "--print-config: unknown client `{other}` (claude or vscode)"
+            ));
+        }
+    };
+    serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_with_defaults_and_reject_unknown_keys() {
+        let s: ServeSettings = toml::from_str("").unwrap();
+        assert!(s.local_model && s.http.is_none() && s.page_size == 100);
+        let s: ServeSettings = toml::from_str(
+            "http = \"127.0.0.1:9\"\ninstrumentation = \"x.jsonl\"\n[auth]\nbearer_token_env = \"T\"",
+        )
+        .unwrap();
+        assert_eq!(s.http.as_deref(), Some("127.0.0.1:9"));
+        assert_eq!(s.auth.bearer_token_env.as_deref(), Some("T"));
+        let err = toml::from_str::<ServeSettings>("htp = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("htp"), "{err}");
+    }
+
+    #[test]
+    fn an_unset_token_variable_is_an_error_naming_it() {
+        let auth = AuthSettings {
+            bearer_token_env: Some("RKMCP_TEST_SURELY_UNSET_VAR".into()),
+        };
+        let err = auth.bearer_token().unwrap_err();
+        assert!(err.contains("RKMCP_TEST_SURELY_UNSET_VAR"), "{err}");
+        assert_eq!(AuthSettings::default().bearer_token(), Ok(None));
+    }
+
+    #[test]
+    fn client_snippets() {
+        let claude = client_config("claude", "/usr/bin/rkmcp", None).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&claude).unwrap();
+        assert_eq!(v["mcpServers"]["rkmcp"]["command"], "/usr/bin/rkmcp");
+        assert_eq!(
+            v["mcpServers"]["rkmcp"]["args"],
+            serde_json::json!(["serve"])
+        );
+        let vscode = client_config("vscode", "rkmcp", Some("/c.toml")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&vscode).unwrap();
+        assert_eq!(v["servers"]["rkmcp"]["type"], "stdio");
+        assert_eq!(
+            v["servers"]["rkmcp"]["args"],
+            serde_json::json!(["--config", "/c.toml", "serve"])
+        );
+        assert!(client_config("emacs", "rkmcp", None).is_err());
+    }
+}

@@ -1,0 +1,241 @@
+//! One request relayed to a server behind the gateway, with what happens while it runs: the
+//! server's progress and log messages go to the client that asked (inside its request, so over
+//! HTTP they travel on that request's stream), the server's sampling and elicitation requests are
+//! asked of that client the same way, the client's cancellation cancels the server's request, and
+//! the server's `request_timeout` bounds it.
+#![allow(deprecated)] // logging and sampling are deprecated by SEP-2577 but current servers use them.
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    LoggingMessageNotificationParam, NumberOrString, ProgressToken,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::mcp::{Session, SessionEvent};
+
+/// A request of a server, to be asked of the client whose call it is serving.
+pub enum Ask {
+    Sampling(
+        CreateMessageRequestParams,
+        oneshot::Sender<Result<CreateMessageResult, ErrorData>>,
+    ),
+    Elicitation(
+        ElicitRequestParams,
+        oneshot::Sender<Result<ElicitResult, ErrorData>>,
+    ),
+}
+
+/// The calls in flight per server: a server's request goes to the newest one.
+#[derive(Default)]
+pub struct InFlight {
+    calls: Mutex<HashMap<String, Vec<(u64, mpsc::Sender<Ask>)>>>,
+    next: AtomicU64,
+}
+
+impl InFlight {
+    fn register(&self, server: &str) -> (u64, mpsc::Receiver<Ask>) {
+        let (tx, rx) = mpsc::channel(4);
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(server.to_string())
+            .or_default()
+            .push((id, tx));
+        (id, rx)
+    }
+
+    fn unregister(&self, server: &str, id: u64) {
+        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(list) = calls.get_mut(server) {
+            list.retain(|(i, _)| *i != id);
+        }
+    }
+
+    /// The channel to the newest call to `server`, if one is running.
+    pub fn target(&self, server: &str) -> Option<mpsc::Sender<Ask>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(server)
+            .and_then(|l| l.last())
+            .map(|(_, tx)| tx.clone())
+    }
+}
+
+/// Unregisters a call however its future ends (also when dropped on cancellation).
+struct Registration<'a> {
+    inflight: &'a InFlight,
+    server: String,
+    id: u64,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        self.inflight.unregister(&self.server, self.id);
+    }
+}
+
+/// A progress token for the server, unique in this process.
+pub fn fresh_token() -> ProgressToken {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    ProgressToken(NumberOrString::String(format!("rkmcp-serve-{n}").into()))
+}
+
+/// Runs `request` against `session` for the client of `ctx`. `progress`: (the token given to
+/// the server, the client's own token).
+pub async fn relay<T>(
+    session: &Session,
+    ctx: &RequestContext<RoleServer>,
+    inflight: &InFlight,
+    what: &str,
+    progress: Option<(ProgressToken, ProgressToken)>,
+    request: impl Future<Output = Result<T, rmcp::ServiceError>>,
+) -> Result<T, ErrorData> {
+    let server = session.name().to_string();
+    let mut events = session.subscribe();
+    let (id, mut asks) = inflight.register(&server);
+    let _registration = Registration {
+        inflight,
+        server: server.clone(),
+        id,
+    };
+    let timeout = session.config.request_timeout;
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(request, deadline);
+    // A closed event channel (the session went away) must not be polled again: it would be
+    // ready forever.
+    let mut events_open = true;
+    loop {
+        tokio::select! {
+            result = &mut request => {
+                return result.map_err(|e| service_error(&server, what, e));
+            }
+            _ = &mut deadline => {
+                return Err(ErrorData::internal_error(
+                    format!(
+                        "server `{server}`: {what} timed out after {} (its request_timeout)",
+                        humantime::format_duration(timeout)
+                    ),
+                    None,
+                ));
+            }
+            // Dropping `request` makes rmcp send notifications/cancelled to the server.
+            _ = ctx.ct.cancelled() => {
+                return Err(ErrorData::internal_error(
+                    format!("{what}: cancelled by the client"),
+                    None,
+                ));
+            }
+            Some(ask) = asks.recv() => answer(ctx, ask).await,
+            event = events.recv(), if events_open => match event {
+                Ok(SessionEvent::Progress { params, .. }) => {
+                    if let Some((ours, theirs)) = &progress
+                        && params.progress_token == *ours
+                    {
+                        let mut params = params;
+                        params.progress_token = theirs.clone();
+                        let _ = ctx.peer.notify_progress(params).await;
+                    }
+                }
+                Ok(SessionEvent::Log { level, logger, data, .. }) => {
+                    let logger = Some(match logger {
+                        Some(l) => format!("{server}/{l}"),
+                        None => server.clone(),
+                    });
+                    let mut params = LoggingMessageNotificationParam::new(level, data);
+                    params.logger = logger;
+                    let _ = ctx.peer.notify_logging_message(params).await;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => events_open = false,
+                // Lagging behind drops some progress messages, not the call.
+                _ => {}
+            },
+        }
+    }
+}
+
+/// Asks the client of `ctx` what a server asked of the gateway.
+async fn answer(ctx: &RequestContext<RoleServer>, ask: Ask) {
+    match ask {
+        Ask::Sampling(params, reply) => {
+            let result = ctx
+                .peer
+                .create_message(params)
+                .await
+                .map_err(|e| service_error("", "sampling", e));
+            let _ = reply.send(result);
+        }
+        Ask::Elicitation(params, reply) => {
+            let result = ctx
+                .peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| service_error("", "elicitation", e));
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// A server's JSON-RPC error goes back with its code; a connection problem becomes an internal
+/// error that names the server and says what to do.
+pub fn service_error(server: &str, what: &str, err: rmcp::ServiceError) -> ErrorData {
+    let who = if server.is_empty() {
+        "the connected client".to_string()
+    } else {
+        format!("server `{server}`")
+    };
+    match err {
+        rmcp::ServiceError::McpError(mut data) => {
+            if !server.is_empty() && !data.message.contains(server) {
+                data.message = format!("{who}: {}", data.message).into();
+            }
+            data
+        }
+        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_) => {
+            ErrorData::internal_error(
+                format!(
+                    "{who}: {what} failed: the connection closed (it exited or crashed); rkmcp \
+                     restarts servers that go down — try again shortly"
+                ),
+                None,
+            )
+        }
+        other => ErrorData::internal_error(format!("{who}: {what} failed: {other}"), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_errors_keep_their_code_and_name_the_server() {
+        let data = ErrorData::invalid_params("unknown resource", None);
+        let mapped = service_error("fs", "reading", rmcp::ServiceError::McpError(data));
+        assert_eq!(mapped.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert_eq!(mapped.message, "server `fs`: unknown resource");
+        let closed = service_error("fs", "reading", rmcp::ServiceError::TransportClosed);
+        assert_eq!(closed.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+        assert!(closed.message.contains("fs") && closed.message.contains("closed"));
+    }
+
+    #[test]
+    fn the_newest_call_gets_the_servers_requests() {
+        let inflight = InFlight::default();
+        assert!(inflight.target("s").is_none());
+        let (a, _ra) = inflight.register("s");
+        let (b, _rb) = inflight.register("s");
+        assert!(inflight.target("s").is_some());
+        inflight.unregister("s", b);
+        inflight.unregister("s", a);
+        assert!(inflight.target("s").is_none());
+        assert_ne!(fresh_token(), fresh_token());
+    }
+}

@@ -1,0 +1,107 @@
+"""A real MCP client (PyPI `mcp` 2.x `Client`) for the `rkmcp serve` tests.
+
+It connects to the gateway over stdio (`--stdio CMD ARG...`) or streamable HTTP (`--url URL`),
+lists the tools, resources and prompts, makes the calls in the JSON plan, and prints one JSON
+document with what it saw. As a client it declares elicitation and sampling:
+
+- an elicitation whose form has a `decision` field is rkmcp asking whether a call may run; it is
+  answered with the plan's `approve` (`allow_once`, `allow_session`, `deny`, or `decline`);
+- any other form (a server behind the gateway asking) is accepted with `{"name": "Ada"}`;
+- a sampling request is answered with the text `sampled by the test client`.
+
+Usage: python serve_client.py PLAN_JSON (--stdio CMD ARG... | --url URL)
+PLAN_JSON: {"mode": "legacy"|"auto", "approve": "...", "calls": [{"name": ..., "arguments": {...}}],
+            "read": ["uri", ...], "prompts": [{"name": ..., "arguments": {...}}]}
+"""
+
+import asyncio
+import json
+import sys
+
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+
+def texts(blocks):
+    return "\n".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")
+
+
+async def main() -> None:
+    plan = json.loads(sys.argv[1])
+    if sys.argv[2] == "--url":
+        server = sys.argv[3]
+    else:
+        server = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], env=plan.get("env"))
+    seen = {"elicitations": [], "sampling": []}
+
+    async def on_elicit(context, params):
+        dumped = params.model_dump(by_alias=True, exclude_none=True)
+        props = (dumped.get("requestedSchema") or {}).get("properties") or {}
+        seen["elicitations"].append({"message": params.message, "fields": sorted(props)})
+        if "decision" in props:
+            answer = plan.get("approve", "deny")
+            if answer == "decline":
+                return types.ElicitResult(action="decline")
+            return types.ElicitResult(action="accept", content={"decision": answer})
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def on_sample(context, params):
+        seen["sampling"].append(getattr(params.messages[0].content, "text", str(params.messages[0].content)))
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text="sampled by the test client"),
+            model="test-client",
+        )
+
+    out = {}
+    async with Client(
+        server,
+        mode=plan.get("mode", "auto"),
+        elicitation_callback=on_elicit,
+        sampling_callback=on_sample,
+        read_timeout_seconds=120,
+    ) as client:
+        out["protocol_version"] = client.protocol_version
+        tools = await client.list_tools()
+        out["tools"] = [t.name for t in tools.tools]
+        caps = client.server_capabilities
+        if caps.resources is not None:
+            out["resources"] = [r.uri for r in (await client.list_resources()).resources]
+            out["templates"] = [
+                t.uri_template for t in (await client.list_resource_templates()).resource_templates
+            ]
+        if caps.prompts is not None:
+            out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+        out["calls"] = []
+        for call in plan.get("calls", []):
+            try:
+                result = await client.call_tool(call["name"], call.get("arguments", {}))
+                out["calls"].append(
+                    {"name": call["name"], "is_error": bool(result.is_error), "text": texts(result.content)}
+                )
+            except Exception as err:  # a JSON-RPC error: recorded, the plan goes on
+                out["calls"].append({"name": call["name"], "error": str(err)})
+        out["reads"] = []
+        for uri in plan.get("read", []):
+            try:
+                result = await client.read_resource(uri)
+                out["reads"].append(
+                    {"uri": uri, "contents": [c.model_dump(by_alias=True, exclude_none=True) for c in result.contents]}
+                )
+            except Exception as err:
+                out["reads"].append({"uri": uri, "error": str(err)})
+        out["prompt_results"] = []
+        for p in plan.get("prompts", []):
+            try:
+                result = await client.get_prompt(p["name"], p.get("arguments"))
+                out["prompt_results"].append(
+                    {"name": p["name"], "messages": [m.model_dump(by_alias=True, exclude_none=True) for m in result.messages]}
+                )
+            except Exception as err:
+                out["prompt_results"].append({"name": p["name"], "error": str(err)})
+    out.update(seen)
+    print(json.dumps(out))
+
+
+asyncio.run(main())
