@@ -7,9 +7,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rkmcp::chat::approval::{ApprovalConfig, Approver, Verdict};
+use rkmcp::chat::approval::{ApprovalConfig, Approver};
 use rkmcp::chat::engine::ChatEvent;
-use rkmcp::chat::settings::{Auto, ChatSettings};
+use rkmcp::chat::settings::{AfterResult, Auto, ChatSettings};
 use rkmcp::chat::transcript::CallOutcome;
 use rkmcp::chat::{ChatEngine, TurnOutcome};
 use rkmcp::mcp::SessionManager;
@@ -35,6 +35,20 @@ async fn chat(
     everything: bool,
     yes: bool,
 ) -> Chat {
+    let settings = ChatSettings {
+        tool_format: Auto::Set(ToolFormat::ToolCallJson),
+        ..ChatSettings::default()
+    };
+    chat_with(backend, everything, yes, settings).await
+}
+
+/// [`chat`] with other settings.
+async fn chat_with(
+    backend: (SharedBackend, Arc<Mutex<Vec<SeenRequest>>>),
+    everything: bool,
+    yes: bool,
+    settings: ChatSettings,
+) -> Chat {
     let dir = tempfile::tempdir().unwrap();
     let mut toml = stdio_entry("fx", FIXTURE, &[], "");
     if everything {
@@ -49,10 +63,6 @@ async fn chat(
     let config = load_config(dir.path(), &toml);
     let sessions = SessionManager::start(&config, None).await;
     assert!(sessions.failures().is_empty(), "{:?}", sessions.failures());
-    let settings = ChatSettings {
-        tool_format: Auto::Set(ToolFormat::ToolCallJson),
-        ..ChatSettings::default()
-    };
     let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, yes).unwrap();
     let (backend, seen) = backend;
     Chat {
@@ -333,8 +343,11 @@ async fn the_round_limit_stops_a_model_that_keeps_calling() {
             .iter()
             .any(|e| matches!(e, ChatEvent::Notice { message } if message.contains("max_rounds")))
     );
-    let last = chat.engine.transcript().turns[0].rounds.last().unwrap();
+    let turn = &chat.engine.transcript().turns[0];
+    let last = turn.rounds.last().unwrap();
     assert_eq!(last.calls[0].outcome, CallOutcome::NotRun);
+    assert!(last.calls[0].approval.is_none());
+    assert!(turn.stopped.as_deref().is_some_and(|s| s.contains("max_rounds")));
     chat.engine.into_sessions_shutdown().await;
 }
 
@@ -458,11 +471,16 @@ async fn a_repeated_call_is_not_run_again_and_the_model_may_only_answer() {
     let rounds = &chat.engine.transcript().turns[0].rounds;
     assert_eq!(rounds[0].calls[0].outcome, CallOutcome::Ok);
     let repeat = &rounds[1].calls[0];
-    assert_eq!(repeat.outcome, CallOutcome::NotRun);
+    assert_eq!(repeat.outcome, CallOutcome::Repeat);
+    // It never reached approval: no verdict, a note instead.
+    assert!(repeat.approval.is_none(), "{:?}", repeat.approval);
     assert!(
-        matches!(&repeat.approval, Verdict::Deny { reason, .. } if reason.contains("a repeat of call")),
+        repeat
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("a repeat of call00001")),
         "{:?}",
-        repeat.approval
+        repeat.note
     );
     assert_eq!(rounds[1].raw, c, "the repeat is kept in the transcript");
     assert!(events.iter().any(
@@ -605,12 +623,49 @@ async fn the_same_call_twice_in_one_answer_runs_once() {
     assert_eq!((outcome.rounds, outcome.tool_calls), (2, 1));
     let calls = &chat.engine.transcript().turns[0].rounds[0].calls;
     assert_eq!(calls.len(), 2, "both calls are in the transcript");
-    let outcomes: Vec<&CallOutcome> = calls.iter().map(|c| &c.outcome).collect();
-    assert!(outcomes.contains(&&CallOutcome::NotRun) && outcomes.contains(&&CallOutcome::Ok));
+    let outcomes: Vec<CallOutcome> = calls.iter().map(|c| c.outcome).collect();
+    // In the model's order: the first runs, the second is its duplicate.
+    assert_eq!(outcomes, [CallOutcome::Ok, CallOutcome::Duplicate]);
+    assert!(calls[1].approval.is_none());
     assert!(
         events
             .iter()
             .any(|e| matches!(e, ChatEvent::Notice { message } if message.contains("runs once")))
     );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+/// A chat like [`chat_with_grammar`] with `after_result = "other-tools"` (what a tiny model gets).
+async fn chat_excluding_answered(steps: &[&str]) -> Chat {
+    let (backend, seen) =
+        ScriptedBackend::new(steps.iter().map(|s| Step::Say(s.to_string())).collect(), 3);
+    let settings = ChatSettings {
+        tool_format: Auto::Set(ToolFormat::ToolCallJson),
+        after_result: AfterResult::OtherTools,
+        ..ChatSettings::default()
+    };
+    chat_with((backend.with_grammar().shared(), seen), false, true, settings).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_that_answered_cannot_be_called_again_in_the_same_turn() {
+    let c = call("fx__echo", r#"{"message": "hi"}"#);
+    let mut chat = chat_excluding_answered(&[&c, "It said hi."]).await;
+    let (outcome, _) = turn(&mut chat, "Echo hi").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (2, 1));
+    assert_eq!(outcome.answer, "It said hi.");
+    let turn = &chat.engine.transcript().turns[0];
+    assert_eq!(turn.rounds[1].excluded, ["fx__echo"]);
+    // The second round's grammar still offers the fixture's other tools, but not the one that
+    // answered; the system prompt is the same in both rounds (its KV cache is reused).
+    let grammars = grammars_seen(&chat);
+    assert!(grammars[0].contains("fx__echo"), "{}", grammars[0]);
+    assert!(
+        !grammars[1].contains("fx__echo") && grammars[1].contains("fx__"),
+        "{}",
+        grammars[1]
+    );
+    let seen = chat.seen.lock().unwrap().clone();
+    assert_eq!(seen[0].messages[0], seen[1].messages[0]);
     chat.engine.into_sessions_shutdown().await;
 }

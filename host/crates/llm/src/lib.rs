@@ -145,7 +145,11 @@ pub fn open_backend(config: &ModelConfig) -> Result<Box<dyn Backend>, LlmError> 
             Ok(Box::new(rkllm::RkllmBackend::load(lib, &model, config)?))
         }
         #[cfg(feature = "llama")]
-        _ => Ok(Box::new(llama::LlamaBackend::load(&model, config)?)),
+        _ => {
+            let backend = llama::LlamaBackend::load(&model, config)?;
+            backend.prepare_guidance();
+            Ok(Box::new(backend))
+        }
         #[cfg(not(feature = "llama"))]
         _ => Err(LlmError::LlamaNotBuilt),
     }

@@ -404,6 +404,10 @@ impl Backend for RkllmBackend {
             capabilities: Capabilities {
                 grammar: false,
                 native_tools: lib.has_function_tools(),
+                wraps_tool_results: self
+                    .template
+                    .as_ref()
+                    .is_some_and(ChatTemplate::wraps_tool_results),
             },
             detail: format!("runtime {} ({})", lib.path.display(), lib.describe()),
         }
