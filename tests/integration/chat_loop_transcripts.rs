@@ -49,8 +49,19 @@ async fn chat_with(
     yes: bool,
     settings: ChatSettings,
 ) -> Chat {
+    chat_with_fixture(backend, everything, yes, settings, "").await
+}
+
+/// [`chat_with`], the fixture server's entry given `fx_options` (e.g. `allow = [...]`).
+async fn chat_with_fixture(
+    backend: (SharedBackend, Arc<Mutex<Vec<SeenRequest>>>),
+    everything: bool,
+    yes: bool,
+    settings: ChatSettings,
+    fx_options: &str,
+) -> Chat {
     let dir = tempfile::tempdir().unwrap();
-    let mut toml = stdio_entry("fx", FIXTURE, &[], "");
+    let mut toml = stdio_entry("fx", FIXTURE, &[], fx_options);
     if everything {
         let (cmd, args) = everything_cmd();
         toml.push_str(&stdio_entry(
@@ -667,5 +678,70 @@ async fn a_tool_that_answered_cannot_be_called_again_in_the_same_turn() {
     );
     let seen = chat.seen.lock().unwrap().clone();
     assert_eq!(seen[0].messages[0], seen[1].messages[0]);
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_chat_sheds_old_results_then_old_turns_and_says_so() {
+    // The test double counts a token per 3 rendered characters in a 4096-token window; keeping
+    // 3000 for the answer leaves the prompt 1096 tokens (~3300 characters): the system prompt,
+    // the turn being answered (each call and result ~650 characters) and little else.
+    let long = "word ".repeat(120);
+    let mut steps: Vec<String> = Vec::new();
+    for i in 0..6 {
+        steps.push(call("fx__echo", &format!(r#"{{"message": "{i} {long}"}}"#)));
+        steps.push(format!("Echoed {i}."));
+    }
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    let (backend, seen) =
+        ScriptedBackend::new(steps.iter().map(|s| Step::Say(s.to_string())).collect(), 50);
+    let settings = ChatSettings {
+        tool_format: Auto::Set(ToolFormat::ToolCallJson),
+        answer_reserve: 3000,
+        ..ChatSettings::default()
+    };
+    let mut chat = chat_with_fixture(
+        (backend.shared(), seen),
+        false,
+        true,
+        settings,
+        "allow = [\"echo\"]",
+    )
+    .await;
+    let limit = 4096 - 3000;
+    let mut notices = Vec::new();
+    for i in 0..6 {
+        let (outcome, events) = turn(&mut chat, &format!("Echo number {i}")).await;
+        assert_eq!(outcome.answer, format!("Echoed {i}."));
+        notices.extend(events.into_iter().filter_map(|e| match e {
+            ChatEvent::Notice { message } if message.contains("context window") => Some(message),
+            _ => None,
+        }));
+    }
+    assert!(
+        notices.iter().any(|n| n.contains("shortened")),
+        "{notices:#?}"
+    );
+    assert!(
+        notices.iter().any(|n| n.contains("dropped")),
+        "{notices:#?}"
+    );
+    // Every prompt the model saw fit the budget (counted as the test double counts).
+    let requests = chat.seen.lock().unwrap().clone();
+    for r in &requests {
+        let chars: usize = r
+            .messages
+            .iter()
+            .map(|m| format!("{}: {}\n", m.role.as_str(), m.content).chars().count())
+            .sum();
+        assert!(chars.div_ceil(3) <= limit, "{chars} characters: {:#?}", r.messages);
+    }
+    // The turn being answered is whole: its question and its full result.
+    let last = requests.last().unwrap();
+    let n = last.messages.len();
+    assert_eq!(last.messages[n - 3].content, "Echo number 5");
+    assert!(last.messages[n - 1].content.contains(long.trim()));
+    // What is left of the conversation starts at a question.
+    assert_eq!(chat.engine.history()[0].role, Role::User);
     chat.engine.into_sessions_shutdown().await;
 }

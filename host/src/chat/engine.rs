@@ -15,6 +15,7 @@ use rkmcp_tool_formats::convert::ToolDef;
 use rkmcp_tool_formats::{ToolCall, strip_reasoning};
 
 use super::approval::{ApprovalRequest, Approver, Verdict};
+use super::budget::{self, Budget, Fitted, Shed, Usage};
 use super::convert::ConverterPlugin;
 use super::execute::error_result;
 use super::generation::{self, Generated, Reading};
@@ -582,6 +583,80 @@ impl ChatEngine {
         Ok(outcome)
     }
 
+    /// The budget of the model's context window.
+    pub fn budget(&self) -> Budget {
+        Budget {
+            window: self.backend.info().context_length,
+            reserve: self.settings.answer_reserve,
+        }
+    }
+
+    /// Sheds the oldest tool results, then the oldest turns, until the prompt fits the context
+    /// window with room for the answer; tells the user what went. Counting needs the backend's
+    /// tokenizer; when it fails the prompt goes as it is (the backend refuses an oversized one).
+    async fn fit_context(&mut self, events: &UnboundedSender<ChatEvent>) {
+        let budget = self.budget();
+        let mut count = match self.backend.count_tokens(self.messages()).await {
+            Ok(n) => n,
+            Err(err) => {
+                tracing::debug!("counting the prompt's tokens: {err}");
+                return;
+            }
+        };
+        let mut fitted = Fitted {
+            before: count,
+            after: count,
+            ..Fitted::default()
+        };
+        while count > budget.limit() {
+            match budget::shed_one(&mut self.history) {
+                Some(Shed::Result) => fitted.shortened_results += 1,
+                Some(Shed::Turn) => fitted.dropped_turns += 1,
+                None => break,
+            }
+            count = match self.backend.count_tokens(self.messages()).await {
+                Ok(n) => n,
+                Err(_) => break,
+            };
+        }
+        fitted.after = count;
+        notify(events, fitted.notice(budget));
+    }
+
+    /// Where the prompt's tokens go now (`/context`).
+    pub async fn context_usage(&self) -> anyhow::Result<Usage> {
+        let count = |m: Vec<Message>| self.backend.count_tokens(m);
+        let system = Message::system(self.system_prompt());
+        let base = prompt::system_prompt(
+            &ChatSettings {
+                tool_choice: super::settings::ToolChoice::None,
+                ..self.settings.clone()
+            },
+            &self.plan,
+            false,
+            false,
+        );
+        let with_tools = count(vec![system.clone()]).await?;
+        let without = count(vec![Message::system(base)]).await?;
+        let total = count(self.messages()).await?;
+        let no_results: Vec<Message> = self
+            .messages()
+            .into_iter()
+            .filter(|m| m.role != rkmcp_llm::Role::Tool)
+            .collect();
+        let without_results = count(no_results).await?;
+        let budget = self.budget();
+        Ok(Usage {
+            window: budget.window,
+            reserve: budget.reserve,
+            system: with_tools,
+            tools: with_tools.saturating_sub(without),
+            history: total.saturating_sub(with_tools),
+            results: total.saturating_sub(without_results),
+            total,
+        })
+    }
+
     /// One round's generation as `plan` says. When the model chose `answer_directly` (and
     /// nothing else), it then writes its answer in a second, answer-only generation; the choice
     /// is kept in the record, not in the conversation.
@@ -592,6 +667,7 @@ impl ChatEngine {
         events: &UnboundedSender<ChatEvent>,
         cancel: &CancellationToken,
     ) -> anyhow::Result<RoundGeneration> {
+        self.fit_context(events).await;
         let mut request = self.request(plan.grammar.clone());
         request.guide = plan.guide.clone();
         request.temperature = plan.temperature;

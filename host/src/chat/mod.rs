@@ -12,6 +12,7 @@
 //! [`sampling`] serves servers' `sampling/createMessage` on the same model, prompt and detector path,
 //! as a conversation of its own.
 pub mod approval;
+pub mod budget;
 pub mod client;
 pub mod convert;
 pub mod detect;

@@ -259,6 +259,9 @@ pub struct ChatSettings {
     pub parallel_calls: bool,
     /// Characters of a tool result kept for the model (a notice marks the cut).
     pub result_max_chars: usize,
+    /// Tokens of the context window kept free for the answer: a longer prompt sheds the
+    /// oldest tool results (shortened), then the oldest turns, with a notice.
+    pub answer_reserve: u32,
     /// Extra stop sequences.
     pub stop: Vec<String>,
     pub approval: ApprovalConfig,
@@ -297,6 +300,7 @@ impl Default for ChatSettings {
             after_result: AfterResult::Auto,
             parallel_calls: true,
             result_max_chars: rkmcp_tool_formats::convert::DEFAULT_RESULT_LIMIT,
+            answer_reserve: 256,
             show_reasoning: false,
             stop: Vec::new(),
             approval: ApprovalConfig::default(),

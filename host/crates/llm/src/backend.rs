@@ -314,6 +314,12 @@ pub trait Backend: Send {
 
     /// Forgets the KV cache: the next generation processes the whole conversation.
     fn reset(&mut self) -> Result<(), LlmError>;
+
+    /// How many tokens the prompt for `messages` takes. Backends without a tokenizer estimate
+    /// from the rendered text (3 characters a token, on the safe side for English and code).
+    fn count_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
+        Ok(self.render(messages)?.chars().count().div_ceil(3))
+    }
 }
 
 #[cfg(test)]

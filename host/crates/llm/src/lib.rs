@@ -264,6 +264,14 @@ impl SharedBackend {
             .map_err(|e| LlmError::Runtime(format!("rendering the prompt failed: {e}")))?
     }
 
+    /// [`Backend::count_tokens`] on a blocking thread.
+    pub async fn count_tokens(&self, messages: Vec<Message>) -> Result<usize, LlmError> {
+        let backend = Arc::clone(&self.inner).lock_owned().await;
+        tokio::task::spawn_blocking(move || backend.count_tokens(&messages))
+            .await
+            .map_err(|e| LlmError::Runtime(format!("counting tokens failed: {e}")))?
+    }
+
     pub async fn reset(&self) -> Result<(), LlmError> {
         let mut backend = Arc::clone(&self.inner).lock_owned().await;
         tokio::task::spawn_blocking(move || backend.reset())

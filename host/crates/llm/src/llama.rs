@@ -428,4 +428,8 @@ impl Backend for LlamaBackend {
         self.cached.clear();
         Ok(())
     }
+
+    fn count_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
+        Ok(self.tokenize(&self.template.render(messages, true)?).len())
+    }
 }
