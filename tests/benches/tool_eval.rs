@@ -35,7 +35,9 @@ use std::time::Instant;
 
 use rkmcp::chat::ChatEngine;
 use rkmcp::chat::approval::{ApprovalConfig, Approver};
-use rkmcp::chat::settings::{Auto, ChatSettings, Shortlist, ToolChoice, ToolDecision};
+use rkmcp::chat::settings::{
+    Auto, ChatSettings, GrammarEngine, Shortlist, ToolChoice, ToolDecision,
+};
 use rkmcp::mcp::SessionManager;
 use rkmcp_llm::{ModelConfig, SamplingConfig, SharedBackend};
 use rkmcp_tests::{
@@ -161,9 +163,15 @@ struct Spec {
     mode: Mode,
     /// `@N`: `tool_shortlist = N`; `@auto`: the default (`auto`); none: all tools.
     shortlist: Shortlist,
+    /// `+gbnf`: llama.cpp's GBNF sampler instead of llguidance (the default).
+    engine: GrammarEngine,
 }
 
-fn parse_spec(s: &str) -> Result<Spec, String> {
+fn parse_spec(full: &str) -> Result<Spec, String> {
+    let (s, engine) = match full.strip_suffix("+gbnf") {
+        Some(rest) => (rest, GrammarEngine::Gbnf),
+        None => (full, GrammarEngine::Llguidance),
+    };
     let (spec, shortlist) = match s.split_once('@') {
         Some((spec, n)) => (
             spec,
@@ -200,11 +208,12 @@ fn parse_spec(s: &str) -> Result<Spec, String> {
         None => Auto::Auto,
     };
     Ok(Spec {
-        name: s.to_string(),
+        name: full.to_string(),
         format,
         style,
         mode,
         shortlist,
+        engine,
     })
 }
 
@@ -224,6 +233,7 @@ fn settings_for(spec: &Spec) -> ChatSettings {
         },
         constrained_decoding: spec.mode != Mode::Plain,
         tool_shortlist: spec.shortlist,
+        grammar_engine: spec.engine,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()
@@ -273,6 +283,10 @@ struct QuestionResult {
     prompt_tokens: u32,
     cached_tokens: u32,
     generated_tokens: u32,
+    /// Generation time of the round (all its generations), for tok/s.
+    generation_ms: f64,
+    /// What held the output (`gbnf`, `llguidance`; empty: nothing).
+    constraint: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -300,6 +314,8 @@ struct Summary {
     overall: usize,
     mean_seconds: f64,
     mean_generated_tokens: f64,
+    /// Generated tokens over generation time, all questions together.
+    tokens_per_s: f64,
     /// Tokens of the first prompt (system prompt with the tool section plus the first question).
     first_prompt_tokens: u32,
 }
@@ -330,6 +346,11 @@ fn summarise(results: &[QuestionResult]) -> Summary {
             .map(|r| f64::from(r.generated_tokens))
             .sum::<f64>()
             / n;
+    }
+    let generated: u32 = results.iter().map(|r| r.generated_tokens).sum();
+    let ms: f64 = results.iter().map(|r| r.generation_ms).sum();
+    if ms > 0.0 {
+        s.tokens_per_s = f64::from(generated) * 1000.0 / ms;
     }
     s.first_prompt_tokens = results.first().map(|r| r.prompt_tokens).unwrap_or(0);
     s
@@ -633,7 +654,9 @@ async fn ask(
         prompt_tokens: 0,
         cached_tokens: 0,
         generated_tokens: 0,
-        error: outcome.err().map(|e| format!("{e:#}")),
+        generation_ms: 0.0,
+        constraint: String::new(),
+        error: outcome.as_ref().err().map(|e| format!("{e:#}")),
     };
     let round = engine
         .transcript()
@@ -654,10 +677,14 @@ async fn ask(
                 .and_then(|v| v.as_str().map(str::to_string))
         })
         .unwrap_or_default();
-    if let Some(stats) = &round.stats {
+    // The whole turn's generations (two after `answer_directly`).
+    if let Ok(outcome) = &outcome {
+        let stats = &outcome.stats;
         result.prompt_tokens = stats.prompt_tokens;
         result.cached_tokens = stats.cached_tokens;
         result.generated_tokens = stats.generated_tokens;
+        result.generation_ms = stats.generation_ms;
+        result.constraint = stats.constraint.clone().unwrap_or_default();
     }
     result.calls = round
         .calls
@@ -762,10 +789,11 @@ fn row(r: &ConfigReport) -> Vec<String> {
         pct(s.overall, s.n),
         format!("{:.2}", s.mean_seconds),
         s.first_prompt_tokens.to_string(),
+        format!("{:.0}", s.tokens_per_s),
     ]
 }
 
-const HEADER: [&str; 12] = [
+const HEADER: [&str; 13] = [
     "config",
     "format/style",
     "grammar",
@@ -778,12 +806,13 @@ const HEADER: [&str; 12] = [
     "overall",
     "s/question",
     "prompt tok",
+    "tok/s",
 ];
 
 fn print_row(r: &ConfigReport) {
     let cells = row(r);
     println!(
-        "{:<22} {:<26} {:<15} {:>3} {:>8} {:>10} {:>11} {:>10} {:>10} {:>7} {:>10} {:>10}",
+        "{:<22} {:<26} {:<15} {:>3} {:>8} {:>10} {:>11} {:>10} {:>10} {:>7} {:>10} {:>10} {:>6}",
         cells[0],
         cells[1],
         cells[2],
@@ -795,7 +824,8 @@ fn print_row(r: &ConfigReport) {
         cells[8],
         cells[9],
         cells[10],
-        cells[11]
+        cells[11],
+        cells[12]
     );
 }
 
@@ -919,7 +949,7 @@ async fn main() {
     let results_path = out_dir.join("results.json");
 
     let mut reports: Vec<ConfigReport> = Vec::new();
-    let mut seen: Vec<((String, String, Mode, Shortlist), String)> = Vec::new();
+    let mut seen: Vec<((String, String, Mode, Shortlist, GrammarEngine), String)> = Vec::new();
     for spec in &specs {
         let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, true)
             .expect("the default approval config is valid");
@@ -940,6 +970,7 @@ async fn main() {
             plan.style.to_string(),
             spec.mode,
             spec.shortlist,
+            spec.engine,
         );
         if let Some((_, earlier)) = seen.iter().find(|(k, _)| *k == key) {
             eprintln!("[{}] same settings as {earlier}: not run again", spec.name);
@@ -1004,7 +1035,7 @@ async fn main() {
 
     println!();
     println!(
-        "{:<22} {:<26} {:<15} {:>3} {:>8} {:>10} {:>11} {:>10} {:>10} {:>7} {:>10} {:>10}",
+        "{:<22} {:<26} {:<15} {:>3} {:>8} {:>10} {:>11} {:>10} {:>10} {:>7} {:>10} {:>10} {:>6}",
         HEADER[0],
         HEADER[1],
         HEADER[2],
@@ -1016,7 +1047,8 @@ async fn main() {
         HEADER[8],
         HEADER[9],
         HEADER[10],
-        HEADER[11]
+        HEADER[11],
+        HEADER[12]
     );
     for r in &reports {
         print_row(r);

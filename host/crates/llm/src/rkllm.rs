@@ -403,6 +403,7 @@ impl Backend for RkllmBackend {
             context_length: self.config.context_length.unwrap_or(4096),
             capabilities: Capabilities {
                 grammar: false,
+                llguidance: false,
                 native_tools: lib.has_function_tools(),
                 wraps_tool_results: self
                     .template
