@@ -4,9 +4,9 @@
 //!
 //! Every question is one user turn through the real chat engine with `max_rounds = 1`: the first
 //! round's calls are detected, looked up and validated, then recorded as not run (nothing is
-//! executed). All four servers are running for every question (12 tools): mcp-server-time,
+//! executed). All four servers are running for every question (17 tools): mcp-server-time,
 //! server-everything (echo, get-sum), server-filesystem on a temporary directory (read_text_file,
-//! list_directory, search_files) and tests/servers/eval_tools.py (five tools).
+//! list_directory, search_files) and tests/servers/eval_tools.py (ten tools).
 //!
 //! Scores, over the questions that expect a tool:
 //!   any call      the model attempted a call (valid, rejected or unparseable)
@@ -18,15 +18,17 @@
 //! and over the "none" questions: no-tool ok = the model made no call attempt. `overall` counts a
 //! question right when it is right+valid (tool questions) or no-tool ok ("none" questions).
 //!
-//! Run: `cargo bench -p rkmcp-tests --bench tool_eval -- [--limit N] [--configs a,b] [--list]
+//! Run: `cargo bench --bench tool_eval -- [--limit N] [--configs a,b] [--list]
 //!       [--threads N] [--max-new-tokens N] [--context N]` (after scripts/setup).
 //! A configuration is `FORMAT[/STYLE][:MODE]`: FORMAT `auto` (the engine's guess from the chat
 //! template) or a tool-format name, STYLE a prompt style (default: the format's own), MODE
 //! `plain` (no grammar), `answer` (grammar: call or answer, `tool_decision = "open"`; the
 //! default), `explicit` (grammar: name a tool or `answer_directly` first, `tool_decision =
 //! "explicit"`) or `required` (grammar: call only); a suffix `@N` shows only the N tools that best
-//! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default). `--limit N` takes N
-//! questions spread evenly over the set. Greedy decoding.
+//! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default); a suffix `+gbnf` holds
+//! the rounds with llama.cpp's GBNF sampler instead of llguidance. `--limit N` takes N
+//! questions spread evenly over the set. Greedy decoding. Every configuration prints its
+//! generation speed (tok/s), so constrained and free generation compare within one run.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
