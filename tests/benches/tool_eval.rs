@@ -26,7 +26,8 @@
 //! default), `explicit` (grammar: name a tool or `answer_directly` first, `tool_decision =
 //! "explicit"`) or `required` (grammar: call only); a suffix `@N` shows only the N tools that best
 //! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default); a suffix `+gbnf` holds
-//! the rounds with llama.cpp's GBNF sampler instead of llguidance. `--limit N` takes N
+//! the rounds with llama.cpp's GBNF sampler instead of llguidance, `+copyN` sets `copy_bias = N`
+//! (the user's words get N added to their logits in rounds that may call). `--limit N` takes N
 //! questions spread evenly over the set. Greedy decoding. Every configuration prints its
 //! generation speed (tok/s), so constrained and free generation compare within one run.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
@@ -53,26 +54,17 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_CONFIGS: &[&str] = &[
-    // The embedded model's own format (Hermes for its ChatML template) in every mode.
-    "auto:plain",
-    "auto:answer",
-    "auto:explicit",
-    "auto:required",
-    // Tool shortlists: rkmcp's default (`auto`: for this model, the best tool and its ties),
-    // then fixed sizes.
+    // Free generation (no grammar) with the default shortlist: the speed baseline.
+    "auto:plain@auto",
+    // The defaults (Hermes for SmolLM2's ChatML template, explicit decision, `auto` shortlist),
+    // held by llguidance, then by llama.cpp's GBNF sampler.
     "auto:explicit@auto",
-    "auto:explicit@1",
-    "auto:explicit@2",
-    "auto:explicit@3",
-    // Other prompt styles and call formats, explicit decision.
-    "hermes/compact:explicit",
-    "hermes/markdown:explicit",
-    "tool-call-json:explicit",
-    "llama3:explicit",
-    "plain-json:explicit",
-    // Formats without a grammar: what the prompt alone achieves.
-    "pythonic:plain",
-    "tool-call-xml:plain",
+    "auto:explicit@auto+gbnf",
+    // The quick start's format.
+    "tool-call-json:explicit@auto",
+    // Grounding: the user's words preferred in rounds that may call.
+    "auto:explicit@auto+copy2",
+    "auto:explicit@auto+copy4",
 ];
 
 // ------------------------------------------------------------------------------------------------
@@ -167,13 +159,26 @@ struct Spec {
     shortlist: Shortlist,
     /// `+gbnf`: llama.cpp's GBNF sampler instead of llguidance (the default).
     engine: GrammarEngine,
+    /// `+copyN`: `copy_bias = N`.
+    copy_bias: f32,
 }
 
 fn parse_spec(full: &str) -> Result<Spec, String> {
-    let (s, engine) = match full.strip_suffix("+gbnf") {
-        Some(rest) => (rest, GrammarEngine::Gbnf),
-        None => (full, GrammarEngine::Llguidance),
-    };
+    let mut s = full;
+    let mut engine = GrammarEngine::Llguidance;
+    let mut copy_bias = 0.0f32;
+    while let Some((head, suffix)) = s.rsplit_once('+') {
+        if suffix == "gbnf" {
+            engine = GrammarEngine::Gbnf;
+        } else if let Some(n) = suffix.strip_prefix("copy") {
+            copy_bias = n
+                .parse()
+                .map_err(|_| format!("`+{suffix}`: expected +copyN with a number N"))?;
+        } else {
+            return Err(format!("unknown suffix `+{suffix}` (+gbnf, +copyN)"));
+        }
+        s = head;
+    }
     let (spec, shortlist) = match s.split_once('@') {
         Some((spec, n)) => (
             spec,
@@ -216,6 +221,7 @@ fn parse_spec(full: &str) -> Result<Spec, String> {
         mode,
         shortlist,
         engine,
+        copy_bias,
     })
 }
 
@@ -236,6 +242,7 @@ fn settings_for(spec: &Spec) -> ChatSettings {
         constrained_decoding: spec.mode != Mode::Plain,
         tool_shortlist: spec.shortlist,
         grammar_engine: spec.engine,
+        copy_bias: spec.copy_bias,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()
@@ -951,7 +958,8 @@ async fn main() {
     let results_path = out_dir.join("results.json");
 
     let mut reports: Vec<ConfigReport> = Vec::new();
-    let mut seen: Vec<((String, String, Mode, Shortlist, GrammarEngine), String)> = Vec::new();
+    let mut seen: Vec<((String, String, Mode, Shortlist, GrammarEngine, String), String)> =
+        Vec::new();
     for spec in &specs {
         let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, true)
             .expect("the default approval config is valid");
@@ -973,6 +981,7 @@ async fn main() {
             spec.mode,
             spec.shortlist,
             spec.engine,
+            spec.copy_bias.to_string(),
         );
         if let Some((_, earlier)) = seen.iter().find(|(k, _)| *k == key) {
             eprintln!("[{}] same settings as {earlier}: not run again", spec.name);

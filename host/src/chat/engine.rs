@@ -671,6 +671,17 @@ impl ChatEngine {
         let mut request = self.request(plan.grammar.clone());
         request.guide = plan.guide.clone();
         request.temperature = plan.temperature;
+        // Rounds that may call lean towards the words of the user's message (`copy_bias`).
+        if self.settings.copy_bias != 0.0 && plan.grammar_name != "answer-only" {
+            request.prefer = self
+                .history
+                .iter()
+                .rev()
+                .find(|m| m.role == rkmcp_llm::Role::User)
+                .map(|m| vec![m.content.clone()])
+                .unwrap_or_default();
+            request.prefer_bias = self.settings.copy_bias;
+        }
         let mut generated = self.generate(request, events, cancel).await?;
         let mut stats: Vec<Stats> = generated.finished.iter().map(|f| f.1.clone()).collect();
         let calls = &mut generated.detected.calls;

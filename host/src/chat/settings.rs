@@ -244,6 +244,9 @@ pub struct ChatSettings {
     pub constrained_decoding: bool,
     /// What enforces those grammars: `llguidance` (the default) or `gbnf`.
     pub grammar_engine: GrammarEngine,
+    /// Added to the logits of the tokens of the user's message in rounds that may call (CPU
+    /// backend), so a small model copies values from the message instead of inventing them.
+    pub copy_bias: f32,
     /// Generate → call → feed back, at most this many times per user turn.
     pub max_rounds: u32,
     /// Rounds that must call (a forced call, the explicit decision) and rounds that answer from
@@ -294,6 +297,7 @@ impl Default for ChatSettings {
             tool_shortlist: Shortlist::Auto,
             constrained_decoding: true,
             grammar_engine: GrammarEngine::Llguidance,
+            copy_bias: 0.0,
             greedy_tool_rounds: true,
             max_rounds: 5,
             max_fix_attempts: 2,

@@ -79,6 +79,11 @@ pub struct GenerateRequest {
     /// Keep what is in the KV cache when this conversation continues the previous one. `false`
     /// processes the whole conversation again.
     pub reuse_cache: bool,
+    /// Texts whose tokens get `prefer_bias` added to their logits in constrained generation
+    /// (the user's message, so a small model copies its values instead of inventing them), on
+    /// backends that sample per generation. Tokens without a letter or digit are left alone.
+    pub prefer: Vec<String>,
+    pub prefer_bias: f32,
 }
 
 impl GenerateRequest {

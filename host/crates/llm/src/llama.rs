@@ -236,7 +236,33 @@ impl LlamaBackend {
             chain: LlamaSampler::chain_simple(chain),
             constraint,
             masked: 0,
+            bias: Vec::new(),
+            bias_value: 0.0,
         })
+    }
+
+    /// The tokens of `texts` (whole, and word by word as they start a JSON string) that have a
+    /// letter or digit, sorted.
+    fn prefer_tokens(&self, texts: &[String]) -> Vec<LlamaToken> {
+        let vocab = self.model.vocab();
+        let mut out = Vec::new();
+        for text in texts {
+            let pieces = std::iter::once(text.as_str()).chain(
+                text.split(|c: char| c.is_whitespace() || "\"'?!,;:()".contains(c))
+                    .filter(|w| !w.is_empty()),
+            );
+            for piece in pieces {
+                out.extend(vocab.tokenize(piece.as_bytes(), false, false));
+            }
+        }
+        out.sort();
+        out.dedup();
+        out.retain(|&t| {
+            String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))
+                .chars()
+                .any(char::is_alphanumeric)
+        });
+        out
     }
 
     fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), LlmError> {
@@ -324,6 +350,10 @@ impl Backend for LlamaBackend {
             request.grammar.as_deref(),
             request.guide.as_deref(),
         )?;
+        if sampler.constraint.is_some() && request.prefer_bias != 0.0 {
+            sampler.bias = self.prefer_tokens(&request.prefer);
+            sampler.bias_value = request.prefer_bias;
+        }
         let mut batch = LlamaBatch::new(BATCH, 1);
         let prefill_start = Instant::now();
         let mut pos = keep;

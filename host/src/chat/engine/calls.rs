@@ -120,7 +120,7 @@ impl ChatEngine {
             .iter()
             .map(|&i| Run {
                 server: &pending[i].exposed.server,
-                tool: &pending[i].exposed.tool.name,
+                tool: pending[i].exposed.tool.name.as_ref(),
                 arguments: &pending[i].call.arguments,
             })
             .collect();

@@ -73,6 +73,9 @@ pub struct TokenSampler {
     pub constraint: Option<Constraint>,
     /// Tokens whose first choice the constraint rejected (the vocabulary was masked).
     pub masked: u32,
+    /// Added to the logits of these tokens (sorted) before sampling, in constrained generation.
+    pub bias: Vec<LlamaToken>,
+    pub bias_value: f32,
 }
 
 fn id(t: LlamaToken) -> u32 {
@@ -80,11 +83,29 @@ fn id(t: LlamaToken) -> u32 {
 }
 
 impl TokenSampler {
+    /// The logits of token `idx`, with `value` added to those of `bias` (sorted).
+    fn candidates_of(
+        bias: &[LlamaToken],
+        value: f32,
+        ctx: &LlamaContext<'_>,
+        idx: i32,
+    ) -> LlamaTokenDataArray {
+        let mut candidates = ctx.token_data_array_ith(idx);
+        if !bias.is_empty() && value != 0.0 {
+            for d in candidates.data.iter_mut() {
+                if bias.binary_search(&d.id()).is_ok() {
+                    d.set_logit(d.logit() + value);
+                }
+            }
+        }
+        candidates
+    }
+
     pub fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32, eos: LlamaToken) -> LlamaToken {
         let token = match self.constraint.as_mut() {
             None => return self.chain.sample(ctx, idx),
             Some(Constraint::Gbnf(grammar)) => {
-                let mut candidates = ctx.token_data_array_ith(idx);
+                let mut candidates = Self::candidates_of(&self.bias, self.bias_value, ctx, idx);
                 candidates.apply_sampler(&mut self.chain);
                 let first = candidates.selected_token().filter(|&t| {
                     let mut single =
@@ -99,7 +120,7 @@ impl TokenSampler {
                     Some(t) => t,
                     None => {
                         self.masked += 1;
-                        let mut candidates = ctx.token_data_array_ith(idx);
+                        let mut candidates = Self::candidates_of(&self.bias, self.bias_value, ctx, idx);
                         candidates.apply_sampler(grammar);
                         candidates.apply_sampler(&mut self.chain);
                         // Every token rejected cannot happen with a grammar that has a next
@@ -111,7 +132,7 @@ impl TokenSampler {
                 token
             }
             Some(Constraint::Guide(matcher)) => {
-                let mut candidates = ctx.token_data_array_ith(idx);
+                let mut candidates = Self::candidates_of(&self.bias, self.bias_value, ctx, idx);
                 candidates.apply_sampler(&mut self.chain);
                 let first = candidates
                     .selected_token()
@@ -120,7 +141,7 @@ impl TokenSampler {
                     Some(t) => t,
                     None => {
                         self.masked += 1;
-                        let mut candidates = ctx.token_data_array_ith(idx);
+                        let mut candidates = Self::candidates_of(&self.bias, self.bias_value, ctx, idx);
                         match matcher.compute_mask_or_eos() {
                             Ok(mask) => {
                                 for d in candidates.data.iter_mut() {
