@@ -958,8 +958,10 @@ async fn main() {
     let results_path = out_dir.join("results.json");
 
     let mut reports: Vec<ConfigReport> = Vec::new();
-    let mut seen: Vec<((String, String, Mode, Shortlist, GrammarEngine, String), String)> =
-        Vec::new();
+    let mut seen: Vec<(
+        (String, String, Mode, Shortlist, GrammarEngine, String),
+        String,
+    )> = Vec::new();
     for spec in &specs {
         let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, true)
             .expect("the default approval config is valid");

@@ -358,7 +358,11 @@ async fn the_round_limit_stops_a_model_that_keeps_calling() {
     let last = turn.rounds.last().unwrap();
     assert_eq!(last.calls[0].outcome, CallOutcome::NotRun);
     assert!(last.calls[0].approval.is_none());
-    assert!(turn.stopped.as_deref().is_some_and(|s| s.contains("max_rounds")));
+    assert!(
+        turn.stopped
+            .as_deref()
+            .is_some_and(|s| s.contains("max_rounds"))
+    );
     chat.engine.into_sessions_shutdown().await;
 }
 
@@ -655,7 +659,13 @@ async fn chat_excluding_answered(steps: &[&str]) -> Chat {
         after_result: AfterResult::OtherTools,
         ..ChatSettings::default()
     };
-    chat_with((backend.with_grammar().shared(), seen), false, true, settings).await
+    chat_with(
+        (backend.with_grammar().shared(), seen),
+        false,
+        true,
+        settings,
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -732,9 +742,17 @@ async fn a_long_chat_sheds_old_results_then_old_turns_and_says_so() {
         let chars: usize = r
             .messages
             .iter()
-            .map(|m| format!("{}: {}\n", m.role.as_str(), m.content).chars().count())
+            .map(|m| {
+                format!("{}: {}\n", m.role.as_str(), m.content)
+                    .chars()
+                    .count()
+            })
             .sum();
-        assert!(chars.div_ceil(3) <= limit, "{chars} characters: {:#?}", r.messages);
+        assert!(
+            chars.div_ceil(3) <= limit,
+            "{chars} characters: {:#?}",
+            r.messages
+        );
     }
     // The turn being answered is whole: its question and its full result.
     let last = requests.last().unwrap();

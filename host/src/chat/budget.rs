@@ -193,16 +193,32 @@ mod tests {
     fn a_conversation_that_fits_is_left_alone() {
         let mut h = turn(1, 100);
         let before = h.clone();
-        let f = fit(&mut h, Budget { window: 2048, reserve: 256 }, count);
+        let f = fit(
+            &mut h,
+            Budget {
+                window: 2048,
+                reserve: 256,
+            },
+            count,
+        );
         assert_eq!(h, before);
-        assert_eq!(f.notice(Budget { window: 2048, reserve: 256 }), None);
+        assert_eq!(
+            f.notice(Budget {
+                window: 2048,
+                reserve: 256
+            }),
+            None
+        );
     }
 
     #[test]
     fn the_oldest_tool_results_are_shortened_first() {
         let mut h = [turn(1, 4000), turn(2, 4000), turn(3, 400)].concat();
         h.push(Message::user("now this"));
-        let budget = Budget { window: 1400, reserve: 256 };
+        let budget = Budget {
+            window: 1400,
+            reserve: 256,
+        };
         let f = fit(&mut h, budget, count);
         assert!(f.after <= budget.limit(), "{f:?}");
         assert_eq!((f.shortened_results, f.dropped_turns), (2, 0), "{f:?}");
@@ -212,7 +228,10 @@ mod tests {
         assert_eq!(h[10].content.len(), 400);
         assert_eq!(h.last().unwrap().content, "now this");
         let notice = f.notice(budget).unwrap();
-        assert!(notice.contains("shortened the 2 oldest tool results"), "{notice}");
+        assert!(
+            notice.contains("shortened the 2 oldest tool results"),
+            "{notice}"
+        );
     }
 
     #[test]
@@ -228,7 +247,10 @@ mod tests {
         h.push(Message::user("the question being answered"));
         h.push(Message::assistant("[TOOL_CALL]…[END_TOOL_CALL]"));
         h.push(Message::tool("x".repeat(300)));
-        let budget = Budget { window: 800, reserve: 200 };
+        let budget = Budget {
+            window: 800,
+            reserve: 200,
+        };
         let f = fit(&mut h, budget, count);
         assert!(f.after <= budget.limit(), "{f:?}");
         assert!(f.dropped_turns > 0);
@@ -244,7 +266,10 @@ mod tests {
     #[test]
     fn a_current_turn_too_long_by_itself_is_reported_not_cut() {
         let mut h = vec![Message::user("x".repeat(8000))];
-        let budget = Budget { window: 512, reserve: 128 };
+        let budget = Budget {
+            window: 512,
+            reserve: 128,
+        };
         let f = fit(&mut h, budget, count);
         assert_eq!(h[0].content.len(), 8000);
         assert_eq!((f.shortened_results, f.dropped_turns), (0, 0));
@@ -264,6 +289,9 @@ mod tests {
             total: 500,
         };
         let text = u.render();
-        assert!(text.contains("2048") && text.contains("1548 free"), "{text}");
+        assert!(
+            text.contains("2048") && text.contains("1548 free"),
+            "{text}"
+        );
     }
 }

@@ -463,9 +463,8 @@ impl ChatEngine {
                     exposed,
                     coercions,
                 };
-                let not_run = |outcome: CallOutcome, note: String| {
-                    Some(not_run(&pending, outcome, note))
-                };
+                let not_run =
+                    |outcome: CallOutcome, note: String| Some(not_run(&pending, outcome, note));
                 let slot = match disposition {
                     Disposition::Fresh => {
                         fresh.push((i, pending));
@@ -774,6 +773,7 @@ impl ChatEngine {
         }
         verdicts
     }
+}
 
 /// A round's generation(s).
 struct RoundGeneration {
@@ -804,4 +804,3 @@ fn tool_def(t: &ExposedTool) -> ToolDef {
             .and_then(|a| serde_json::to_value(a).ok()),
     }
 }
-

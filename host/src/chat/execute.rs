@@ -152,7 +152,9 @@ mod tests {
                 if tool == "fail" {
                     anyhow::bail!("connection closed");
                 }
-                Ok(json!({"content": [{"type": "text", "text": Value::Object(arguments.unwrap_or_default()).to_string()}]}))
+                Ok(
+                    json!({"content": [{"type": "text", "text": Value::Object(arguments.unwrap_or_default()).to_string()}]}),
+                )
             })
         }
     }

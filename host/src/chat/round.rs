@@ -169,7 +169,10 @@ mod tests {
         assert_eq!(r.grammar_name, "tool-or-answer_directly");
         assert_eq!(r.temperature, Some(0.0));
         let g = r.grammar.unwrap();
-        assert!(g.contains("answer_directly") && g.contains("fx__echo"), "{g}");
+        assert!(
+            g.contains("answer_directly") && g.contains("fx__echo"),
+            "{g}"
+        );
         // llguidance holds the same choice, the call object as a JSON Schema.
         let guide = r.guide.unwrap();
         assert!(guide.starts_with("start: calls\n"), "{guide}");
@@ -202,7 +205,12 @@ mod tests {
     #[test]
     fn a_tool_that_answered_is_left_out_of_later_rounds() {
         let (settings, plan) = setup(&["time__now", "fx__echo"]);
-        let r = plan_round(&settings, &plan, caps(true), &state(2, false, &["time__now"]));
+        let r = plan_round(
+            &settings,
+            &plan,
+            caps(true),
+            &state(2, false, &["time__now"]),
+        );
         assert_eq!(r.grammar_name, "call-or-answer");
         assert_eq!(r.excluded, ["time__now"]);
         let g = r.grammar.unwrap();
@@ -214,7 +222,12 @@ mod tests {
     #[test]
     fn with_every_tool_answered_the_round_may_only_answer() {
         let (settings, plan) = setup(&["time__now"]);
-        let r = plan_round(&settings, &plan, caps(true), &state(2, false, &["time__now"]));
+        let r = plan_round(
+            &settings,
+            &plan,
+            caps(true),
+            &state(2, false, &["time__now"]),
+        );
         assert_eq!(r.grammar_name, "answer-only");
         let g = r.grammar.unwrap();
         assert!(!g.contains("TOOL_CALL") && !g.contains("time__now"), "{g}");
@@ -243,7 +256,12 @@ mod tests {
         let r = plan_round(&settings, &plan, caps(false), &state(1, false, &[]));
         assert_eq!((r.grammar, r.grammar_name.as_str()), (None, "none"));
         assert_eq!(r.temperature, None);
-        let later = plan_round(&settings, &plan, caps(false), &state(2, false, &["time__now"]));
+        let later = plan_round(
+            &settings,
+            &plan,
+            caps(false),
+            &state(2, false, &["time__now"]),
+        );
         assert_eq!(later.grammar, None);
         assert_eq!(later.temperature, Some(0.0));
     }

@@ -172,7 +172,8 @@ impl Stats {
 
     fn rates(&mut self) {
         if self.prefill_ms > 0.0 {
-            self.prefill_tokens_per_s = f64::from(self.processed_tokens()) * 1000.0 / self.prefill_ms;
+            self.prefill_tokens_per_s =
+                f64::from(self.processed_tokens()) * 1000.0 / self.prefill_ms;
         }
         if self.generation_ms > 0.0 {
             self.tokens_per_s = f64::from(self.generated_tokens) * 1000.0 / self.generation_ms;

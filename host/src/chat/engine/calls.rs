@@ -84,14 +84,21 @@ impl ChatEngine {
 
     /// Tells the user and the model that a call was not run and why; returns the tool message
     /// for the model. The rejection itself is recorded by the caller.
-    pub(super) async fn reject(&self, events: &UnboundedSender<ChatEvent>, rejection: Rejection) -> Message {
+    pub(super) async fn reject(
+        &self,
+        events: &UnboundedSender<ChatEvent>,
+        rejection: Rejection,
+    ) -> Message {
         let _ = events.send(ChatEvent::Rejected {
             id: rejection.id.clone(),
             name: rejection.name.clone(),
             error: rejection.error.clone(),
         });
         let call = ToolCall {
-            id: rejection.id.clone().unwrap_or_else(|| "call_invalid".into()),
+            id: rejection
+                .id
+                .clone()
+                .unwrap_or_else(|| "call_invalid".into()),
             name: rejection.name.clone().unwrap_or_else(|| "unknown".into()),
             arguments: Value::Object(Default::default()),
         };

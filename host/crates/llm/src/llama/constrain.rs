@@ -120,7 +120,8 @@ impl TokenSampler {
                     Some(t) => t,
                     None => {
                         self.masked += 1;
-                        let mut candidates = Self::candidates_of(&self.bias, self.bias_value, ctx, idx);
+                        let mut candidates =
+                            Self::candidates_of(&self.bias, self.bias_value, ctx, idx);
                         candidates.apply_sampler(grammar);
                         candidates.apply_sampler(&mut self.chain);
                         // Every token rejected cannot happen with a grammar that has a next
@@ -141,7 +142,8 @@ impl TokenSampler {
                     Some(t) => t,
                     None => {
                         self.masked += 1;
-                        let mut candidates = Self::candidates_of(&self.bias, self.bias_value, ctx, idx);
+                        let mut candidates =
+                            Self::candidates_of(&self.bias, self.bias_value, ctx, idx);
                         match matcher.compute_mask_or_eos() {
                             Ok(mask) => {
                                 for d in candidates.data.iter_mut() {

@@ -13,7 +13,11 @@ use crate::ToolFormat;
 
 /// An llguidance grammar for `format` and `tools` in `mode`, or `None` where the format has no
 /// grammar here (as for [`super::gbnf_grammar_with`]).
-pub fn lark_grammar_with(format: ToolFormat, tools: &[ToolDef], mode: GrammarMode) -> Option<String> {
+pub fn lark_grammar_with(
+    format: ToolFormat,
+    tools: &[ToolDef],
+    mode: GrammarMode,
+) -> Option<String> {
     if tools.is_empty() {
         return None;
     }
@@ -158,8 +162,8 @@ mod tests {
             "time__get_current_time",
             json!({"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}),
         )];
-        let g = lark_grammar_with(ToolFormat::ToolCallJson, &tools, GrammarMode::CallOrAnswer)
-            .unwrap();
+        let g =
+            lark_grammar_with(ToolFormat::ToolCallJson, &tools, GrammarMode::CallOrAnswer).unwrap();
         assert!(g.starts_with("start: calls | ANSWER\n"), "{g}");
         assert!(
             g.contains(r#"calls: "[TOOL_CALL]" WS? call WS? "[END_TOOL_CALL]" (WS? "[TOOL_CALL]" WS? call WS? "[END_TOOL_CALL]")*"#),
@@ -194,7 +198,8 @@ mod tests {
             one.contains(r#"calls: "<tool_call>" WS? call WS? "</tool_call>""#),
             "{one}"
         );
-        let answer = lark_grammar_with(ToolFormat::Hermes, &tools, GrammarMode::AnswerOnly).unwrap();
+        let answer =
+            lark_grammar_with(ToolFormat::Hermes, &tools, GrammarMode::AnswerOnly).unwrap();
         assert_eq!(answer, "start: ANSWER\nANSWER: /[^< \\t\\n][\\s\\S]*/\n");
     }
 
@@ -209,7 +214,9 @@ mod tests {
     #[test]
     fn formats_without_a_grammar_and_empty_tool_lists_have_none() {
         let tools = [tool("t", json!({}))];
-        assert!(lark_grammar_with(ToolFormat::Pythonic, &tools, GrammarMode::CallOrAnswer).is_none());
+        assert!(
+            lark_grammar_with(ToolFormat::Pythonic, &tools, GrammarMode::CallOrAnswer).is_none()
+        );
         assert!(lark_grammar_with(ToolFormat::Hermes, &[], GrammarMode::CallOrAnswer).is_none());
     }
 
