@@ -149,6 +149,9 @@ enum Mode {
     Required,
 }
 
+/// What makes two configurations the same run: format, style, mode, shortlist, engine, bias.
+type SpecKey = (String, String, Mode, Shortlist, GrammarEngine, String);
+
 #[derive(Debug, Clone)]
 struct Spec {
     name: String,
@@ -958,10 +961,7 @@ async fn main() {
     let results_path = out_dir.join("results.json");
 
     let mut reports: Vec<ConfigReport> = Vec::new();
-    let mut seen: Vec<(
-        (String, String, Mode, Shortlist, GrammarEngine, String),
-        String,
-    )> = Vec::new();
+    let mut seen: Vec<(SpecKey, String)> = Vec::new();
     for spec in &specs {
         let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, true)
             .expect("the default approval config is valid");
