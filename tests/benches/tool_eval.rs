@@ -4,9 +4,9 @@
 //!
 //! Every question is one user turn through the real chat engine with `max_rounds = 1`: the first
 //! round's calls are detected, looked up and validated, then recorded as not run (nothing is
-//! executed). All four servers are running for every question (12 tools): mcp-server-time,
+//! executed). All four servers are running for every question (17 tools): mcp-server-time,
 //! server-everything (echo, get-sum), server-filesystem on a temporary directory (read_text_file,
-//! list_directory, search_files) and tests/servers/eval_tools.py (five tools).
+//! list_directory, search_files) and tests/servers/eval_tools.py (ten tools).
 //!
 //! Scores, over the questions that expect a tool:
 //!   any call      the model attempted a call (valid, rejected or unparseable)
@@ -18,15 +18,18 @@
 //! and over the "none" questions: no-tool ok = the model made no call attempt. `overall` counts a
 //! question right when it is right+valid (tool questions) or no-tool ok ("none" questions).
 //!
-//! Run: `cargo bench -p rkmcp-tests --bench tool_eval -- [--limit N] [--configs a,b] [--list]
+//! Run: `cargo bench --bench tool_eval -- [--limit N] [--configs a,b] [--list]
 //!       [--threads N] [--max-new-tokens N] [--context N]` (after scripts/setup).
 //! A configuration is `FORMAT[/STYLE][:MODE]`: FORMAT `auto` (the engine's guess from the chat
 //! template) or a tool-format name, STYLE a prompt style (default: the format's own), MODE
 //! `plain` (no grammar), `answer` (grammar: call or answer, `tool_decision = "open"`; the
 //! default), `explicit` (grammar: name a tool or `answer_directly` first, `tool_decision =
 //! "explicit"`) or `required` (grammar: call only); a suffix `@N` shows only the N tools that best
-//! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default). `--limit N` takes N
-//! questions spread evenly over the set. Greedy decoding.
+//! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default); a suffix `+gbnf` holds
+//! the rounds with llama.cpp's GBNF sampler instead of llguidance, `+copyN` sets `copy_bias = N`
+//! (the user's words get N added to their logits in rounds that may call). `--limit N` takes N
+//! questions spread evenly over the set. Greedy decoding. Every configuration prints its
+//! generation speed (tok/s), so constrained and free generation compare within one run.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -35,7 +38,9 @@ use std::time::Instant;
 
 use rkmcp::chat::ChatEngine;
 use rkmcp::chat::approval::{ApprovalConfig, Approver};
-use rkmcp::chat::settings::{Auto, ChatSettings, Shortlist, ToolChoice, ToolDecision};
+use rkmcp::chat::settings::{
+    Auto, ChatSettings, GrammarEngine, Shortlist, ToolChoice, ToolDecision,
+};
 use rkmcp::mcp::SessionManager;
 use rkmcp_llm::{ModelConfig, SamplingConfig, SharedBackend};
 use rkmcp_tests::{
@@ -49,26 +54,17 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_CONFIGS: &[&str] = &[
-    // The embedded model's own format (Hermes for its ChatML template) in every mode.
-    "auto:plain",
-    "auto:answer",
-    "auto:explicit",
-    "auto:required",
-    // Tool shortlists: rkmcp's default (`auto`: for this model, the best tool and its ties),
-    // then fixed sizes.
+    // Free generation (no grammar) with the default shortlist: the speed baseline.
+    "auto:plain@auto",
+    // The defaults (Hermes for SmolLM2's ChatML template, explicit decision, `auto` shortlist),
+    // held by llguidance, then by llama.cpp's GBNF sampler.
     "auto:explicit@auto",
-    "auto:explicit@1",
-    "auto:explicit@2",
-    "auto:explicit@3",
-    // Other prompt styles and call formats, explicit decision.
-    "hermes/compact:explicit",
-    "hermes/markdown:explicit",
-    "tool-call-json:explicit",
-    "llama3:explicit",
-    "plain-json:explicit",
-    // Formats without a grammar: what the prompt alone achieves.
-    "pythonic:plain",
-    "tool-call-xml:plain",
+    "auto:explicit@auto+gbnf",
+    // The quick start's format.
+    "tool-call-json:explicit@auto",
+    // Grounding: the user's words preferred in rounds that may call.
+    "auto:explicit@auto+copy2",
+    "auto:explicit@auto+copy4",
 ];
 
 // ------------------------------------------------------------------------------------------------
@@ -153,6 +149,9 @@ enum Mode {
     Required,
 }
 
+/// What makes two configurations the same run: format, style, mode, shortlist, engine, bias.
+type SpecKey = (String, String, Mode, Shortlist, GrammarEngine, String);
+
 #[derive(Debug, Clone)]
 struct Spec {
     name: String,
@@ -161,9 +160,28 @@ struct Spec {
     mode: Mode,
     /// `@N`: `tool_shortlist = N`; `@auto`: the default (`auto`); none: all tools.
     shortlist: Shortlist,
+    /// `+gbnf`: llama.cpp's GBNF sampler instead of llguidance (the default).
+    engine: GrammarEngine,
+    /// `+copyN`: `copy_bias = N`.
+    copy_bias: f32,
 }
 
-fn parse_spec(s: &str) -> Result<Spec, String> {
+fn parse_spec(full: &str) -> Result<Spec, String> {
+    let mut s = full;
+    let mut engine = GrammarEngine::Llguidance;
+    let mut copy_bias = 0.0f32;
+    while let Some((head, suffix)) = s.rsplit_once('+') {
+        if suffix == "gbnf" {
+            engine = GrammarEngine::Gbnf;
+        } else if let Some(n) = suffix.strip_prefix("copy") {
+            copy_bias = n
+                .parse()
+                .map_err(|_| format!("`+{suffix}`: expected +copyN with a number N"))?;
+        } else {
+            return Err(format!("unknown suffix `+{suffix}` (+gbnf, +copyN)"));
+        }
+        s = head;
+    }
     let (spec, shortlist) = match s.split_once('@') {
         Some((spec, n)) => (
             spec,
@@ -200,11 +218,13 @@ fn parse_spec(s: &str) -> Result<Spec, String> {
         None => Auto::Auto,
     };
     Ok(Spec {
-        name: s.to_string(),
+        name: full.to_string(),
         format,
         style,
         mode,
         shortlist,
+        engine,
+        copy_bias,
     })
 }
 
@@ -224,6 +244,8 @@ fn settings_for(spec: &Spec) -> ChatSettings {
         },
         constrained_decoding: spec.mode != Mode::Plain,
         tool_shortlist: spec.shortlist,
+        grammar_engine: spec.engine,
+        copy_bias: spec.copy_bias,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()
@@ -273,6 +295,10 @@ struct QuestionResult {
     prompt_tokens: u32,
     cached_tokens: u32,
     generated_tokens: u32,
+    /// Generation time of the round (all its generations), for tok/s.
+    generation_ms: f64,
+    /// What held the output (`gbnf`, `llguidance`; empty: nothing).
+    constraint: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -300,6 +326,8 @@ struct Summary {
     overall: usize,
     mean_seconds: f64,
     mean_generated_tokens: f64,
+    /// Generated tokens over generation time, all questions together.
+    tokens_per_s: f64,
     /// Tokens of the first prompt (system prompt with the tool section plus the first question).
     first_prompt_tokens: u32,
 }
@@ -330,6 +358,11 @@ fn summarise(results: &[QuestionResult]) -> Summary {
             .map(|r| f64::from(r.generated_tokens))
             .sum::<f64>()
             / n;
+    }
+    let generated: u32 = results.iter().map(|r| r.generated_tokens).sum();
+    let ms: f64 = results.iter().map(|r| r.generation_ms).sum();
+    if ms > 0.0 {
+        s.tokens_per_s = f64::from(generated) * 1000.0 / ms;
     }
     s.first_prompt_tokens = results.first().map(|r| r.prompt_tokens).unwrap_or(0);
     s
@@ -633,7 +666,9 @@ async fn ask(
         prompt_tokens: 0,
         cached_tokens: 0,
         generated_tokens: 0,
-        error: outcome.err().map(|e| format!("{e:#}")),
+        generation_ms: 0.0,
+        constraint: String::new(),
+        error: outcome.as_ref().err().map(|e| format!("{e:#}")),
     };
     let round = engine
         .transcript()
@@ -654,10 +689,14 @@ async fn ask(
                 .and_then(|v| v.as_str().map(str::to_string))
         })
         .unwrap_or_default();
-    if let Some(stats) = &round.stats {
+    // The whole turn's generations (two after `answer_directly`).
+    if let Ok(outcome) = &outcome {
+        let stats = &outcome.stats;
         result.prompt_tokens = stats.prompt_tokens;
         result.cached_tokens = stats.cached_tokens;
         result.generated_tokens = stats.generated_tokens;
+        result.generation_ms = stats.generation_ms;
+        result.constraint = stats.constraint.clone().unwrap_or_default();
     }
     result.calls = round
         .calls
@@ -762,10 +801,11 @@ fn row(r: &ConfigReport) -> Vec<String> {
         pct(s.overall, s.n),
         format!("{:.2}", s.mean_seconds),
         s.first_prompt_tokens.to_string(),
+        format!("{:.0}", s.tokens_per_s),
     ]
 }
 
-const HEADER: [&str; 12] = [
+const HEADER: [&str; 13] = [
     "config",
     "format/style",
     "grammar",
@@ -778,12 +818,13 @@ const HEADER: [&str; 12] = [
     "overall",
     "s/question",
     "prompt tok",
+    "tok/s",
 ];
 
 fn print_row(r: &ConfigReport) {
     let cells = row(r);
     println!(
-        "{:<22} {:<26} {:<15} {:>3} {:>8} {:>10} {:>11} {:>10} {:>10} {:>7} {:>10} {:>10}",
+        "{:<22} {:<26} {:<15} {:>3} {:>8} {:>10} {:>11} {:>10} {:>10} {:>7} {:>10} {:>10} {:>6}",
         cells[0],
         cells[1],
         cells[2],
@@ -795,7 +836,8 @@ fn print_row(r: &ConfigReport) {
         cells[8],
         cells[9],
         cells[10],
-        cells[11]
+        cells[11],
+        cells[12]
     );
 }
 
@@ -919,7 +961,7 @@ async fn main() {
     let results_path = out_dir.join("results.json");
 
     let mut reports: Vec<ConfigReport> = Vec::new();
-    let mut seen: Vec<((String, String, Mode, Shortlist), String)> = Vec::new();
+    let mut seen: Vec<(SpecKey, String)> = Vec::new();
     for spec in &specs {
         let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, true)
             .expect("the default approval config is valid");
@@ -940,6 +982,8 @@ async fn main() {
             plan.style.to_string(),
             spec.mode,
             spec.shortlist,
+            spec.engine,
+            spec.copy_bias.to_string(),
         );
         if let Some((_, earlier)) = seen.iter().find(|(k, _)| *k == key) {
             eprintln!("[{}] same settings as {earlier}: not run again", spec.name);
@@ -1004,7 +1048,7 @@ async fn main() {
 
     println!();
     println!(
-        "{:<22} {:<26} {:<15} {:>3} {:>8} {:>10} {:>11} {:>10} {:>10} {:>7} {:>10} {:>10}",
+        "{:<22} {:<26} {:<15} {:>3} {:>8} {:>10} {:>11} {:>10} {:>10} {:>7} {:>10} {:>10} {:>6}",
         HEADER[0],
         HEADER[1],
         HEADER[2],
@@ -1016,7 +1060,8 @@ async fn main() {
         HEADER[8],
         HEADER[9],
         HEADER[10],
-        HEADER[11]
+        HEADER[11],
+        HEADER[12]
     );
     for r in &reports {
         print_row(r);

@@ -7,9 +7,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rkmcp::chat::approval::{ApprovalConfig, Approver, Verdict};
+use rkmcp::chat::approval::{ApprovalConfig, Approver};
 use rkmcp::chat::engine::ChatEvent;
-use rkmcp::chat::settings::{Auto, ChatSettings};
+use rkmcp::chat::settings::{AfterResult, Auto, ChatSettings};
 use rkmcp::chat::transcript::CallOutcome;
 use rkmcp::chat::{ChatEngine, TurnOutcome};
 use rkmcp::mcp::SessionManager;
@@ -35,8 +35,33 @@ async fn chat(
     everything: bool,
     yes: bool,
 ) -> Chat {
+    let settings = ChatSettings {
+        tool_format: Auto::Set(ToolFormat::ToolCallJson),
+        ..ChatSettings::default()
+    };
+    chat_with(backend, everything, yes, settings).await
+}
+
+/// [`chat`] with other settings.
+async fn chat_with(
+    backend: (SharedBackend, Arc<Mutex<Vec<SeenRequest>>>),
+    everything: bool,
+    yes: bool,
+    settings: ChatSettings,
+) -> Chat {
+    chat_with_fixture(backend, everything, yes, settings, "").await
+}
+
+/// [`chat_with`], the fixture server's entry given `fx_options` (e.g. `allow = [...]`).
+async fn chat_with_fixture(
+    backend: (SharedBackend, Arc<Mutex<Vec<SeenRequest>>>),
+    everything: bool,
+    yes: bool,
+    settings: ChatSettings,
+    fx_options: &str,
+) -> Chat {
     let dir = tempfile::tempdir().unwrap();
-    let mut toml = stdio_entry("fx", FIXTURE, &[], "");
+    let mut toml = stdio_entry("fx", FIXTURE, &[], fx_options);
     if everything {
         let (cmd, args) = everything_cmd();
         toml.push_str(&stdio_entry(
@@ -49,10 +74,6 @@ async fn chat(
     let config = load_config(dir.path(), &toml);
     let sessions = SessionManager::start(&config, None).await;
     assert!(sessions.failures().is_empty(), "{:?}", sessions.failures());
-    let settings = ChatSettings {
-        tool_format: Auto::Set(ToolFormat::ToolCallJson),
-        ..ChatSettings::default()
-    };
     let approver = Approver::new(&ApprovalConfig::default(), Vec::new(), None, yes).unwrap();
     let (backend, seen) = backend;
     Chat {
@@ -333,8 +354,15 @@ async fn the_round_limit_stops_a_model_that_keeps_calling() {
             .iter()
             .any(|e| matches!(e, ChatEvent::Notice { message } if message.contains("max_rounds")))
     );
-    let last = chat.engine.transcript().turns[0].rounds.last().unwrap();
+    let turn = &chat.engine.transcript().turns[0];
+    let last = turn.rounds.last().unwrap();
     assert_eq!(last.calls[0].outcome, CallOutcome::NotRun);
+    assert!(last.calls[0].approval.is_none());
+    assert!(
+        turn.stopped
+            .as_deref()
+            .is_some_and(|s| s.contains("max_rounds"))
+    );
     chat.engine.into_sessions_shutdown().await;
 }
 
@@ -458,11 +486,16 @@ async fn a_repeated_call_is_not_run_again_and_the_model_may_only_answer() {
     let rounds = &chat.engine.transcript().turns[0].rounds;
     assert_eq!(rounds[0].calls[0].outcome, CallOutcome::Ok);
     let repeat = &rounds[1].calls[0];
-    assert_eq!(repeat.outcome, CallOutcome::NotRun);
+    assert_eq!(repeat.outcome, CallOutcome::Repeat);
+    // It never reached approval: no verdict, a note instead.
+    assert!(repeat.approval.is_none(), "{:?}", repeat.approval);
     assert!(
-        matches!(&repeat.approval, Verdict::Deny { reason, .. } if reason.contains("a repeat of call")),
+        repeat
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("a repeat of call00001")),
         "{:?}",
-        repeat.approval
+        repeat.note
     );
     assert_eq!(rounds[1].raw, c, "the repeat is kept in the transcript");
     assert!(events.iter().any(
@@ -605,12 +638,128 @@ async fn the_same_call_twice_in_one_answer_runs_once() {
     assert_eq!((outcome.rounds, outcome.tool_calls), (2, 1));
     let calls = &chat.engine.transcript().turns[0].rounds[0].calls;
     assert_eq!(calls.len(), 2, "both calls are in the transcript");
-    let outcomes: Vec<&CallOutcome> = calls.iter().map(|c| &c.outcome).collect();
-    assert!(outcomes.contains(&&CallOutcome::NotRun) && outcomes.contains(&&CallOutcome::Ok));
+    let outcomes: Vec<CallOutcome> = calls.iter().map(|c| c.outcome).collect();
+    // In the model's order: the first runs, the second is its duplicate.
+    assert_eq!(outcomes, [CallOutcome::Ok, CallOutcome::Duplicate]);
+    assert!(calls[1].approval.is_none());
     assert!(
         events
             .iter()
             .any(|e| matches!(e, ChatEvent::Notice { message } if message.contains("runs once")))
     );
+    chat.engine.into_sessions_shutdown().await;
+}
+
+/// A chat like [`chat_with_grammar`] with `after_result = "other-tools"` (what a tiny model gets).
+async fn chat_excluding_answered(steps: &[&str]) -> Chat {
+    let (backend, seen) =
+        ScriptedBackend::new(steps.iter().map(|s| Step::Say(s.to_string())).collect(), 3);
+    let settings = ChatSettings {
+        tool_format: Auto::Set(ToolFormat::ToolCallJson),
+        after_result: AfterResult::OtherTools,
+        ..ChatSettings::default()
+    };
+    chat_with(
+        (backend.with_grammar().shared(), seen),
+        false,
+        true,
+        settings,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_that_answered_cannot_be_called_again_in_the_same_turn() {
+    let c = call("fx__echo", r#"{"message": "hi"}"#);
+    let mut chat = chat_excluding_answered(&[&c, "It said hi."]).await;
+    let (outcome, _) = turn(&mut chat, "Echo hi").await;
+    assert_eq!((outcome.rounds, outcome.tool_calls), (2, 1));
+    assert_eq!(outcome.answer, "It said hi.");
+    let turn = &chat.engine.transcript().turns[0];
+    assert_eq!(turn.rounds[1].excluded, ["fx__echo"]);
+    // The second round's grammar still offers the fixture's other tools, but not the one that
+    // answered; the system prompt is the same in both rounds (its KV cache is reused).
+    let grammars = grammars_seen(&chat);
+    assert!(grammars[0].contains("fx__echo"), "{}", grammars[0]);
+    assert!(
+        !grammars[1].contains("fx__echo") && grammars[1].contains("fx__"),
+        "{}",
+        grammars[1]
+    );
+    let seen = chat.seen.lock().unwrap().clone();
+    assert_eq!(seen[0].messages[0], seen[1].messages[0]);
+    chat.engine.into_sessions_shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_long_chat_sheds_old_results_then_old_turns_and_says_so() {
+    // The test double counts a token per 3 rendered characters in a 4096-token window; keeping
+    // 3000 for the answer leaves the prompt 1096 tokens (~3300 characters): the system prompt,
+    // the turn being answered (each call and result ~650 characters) and little else.
+    let long = "word ".repeat(120);
+    let mut steps: Vec<String> = Vec::new();
+    for i in 0..6 {
+        steps.push(call("fx__echo", &format!(r#"{{"message": "{i} {long}"}}"#)));
+        steps.push(format!("Echoed {i}."));
+    }
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    let (backend, seen) =
+        ScriptedBackend::new(steps.iter().map(|s| Step::Say(s.to_string())).collect(), 50);
+    let settings = ChatSettings {
+        tool_format: Auto::Set(ToolFormat::ToolCallJson),
+        answer_reserve: 3000,
+        ..ChatSettings::default()
+    };
+    let mut chat = chat_with_fixture(
+        (backend.shared(), seen),
+        false,
+        true,
+        settings,
+        "allow = [\"echo\"]",
+    )
+    .await;
+    let limit = 4096 - 3000;
+    let mut notices = Vec::new();
+    for i in 0..6 {
+        let (outcome, events) = turn(&mut chat, &format!("Echo number {i}")).await;
+        assert_eq!(outcome.answer, format!("Echoed {i}."));
+        notices.extend(events.into_iter().filter_map(|e| match e {
+            ChatEvent::Notice { message } if message.contains("context window") => Some(message),
+            _ => None,
+        }));
+    }
+    assert!(
+        notices.iter().any(|n| n.contains("shortened")),
+        "{notices:#?}"
+    );
+    assert!(
+        notices.iter().any(|n| n.contains("dropped")),
+        "{notices:#?}"
+    );
+    // Every prompt the model saw fit the budget (counted as the test double counts).
+    let requests = chat.seen.lock().unwrap().clone();
+    for r in &requests {
+        let chars: usize = r
+            .messages
+            .iter()
+            .map(|m| {
+                format!("{}: {}\n", m.role.as_str(), m.content)
+                    .chars()
+                    .count()
+            })
+            .sum();
+        assert!(
+            chars.div_ceil(3) <= limit,
+            "{chars} characters: {:#?}",
+            r.messages
+        );
+    }
+    // The turn being answered is whole: its question and its full result.
+    let last = requests.last().unwrap();
+    let n = last.messages.len();
+    assert_eq!(last.messages[n - 3].content, "Echo number 5");
+    assert!(last.messages[n - 1].content.contains(long.trim()));
+    // What is left of the conversation starts at a question.
+    assert_eq!(chat.engine.history()[0].role, Role::User);
     chat.engine.into_sessions_shutdown().await;
 }

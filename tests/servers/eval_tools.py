@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An MCP server (PyPI `mcp` 2.x, stdio) with five small tools for the tool-calling evaluation
+"""An MCP server (PyPI `mcp` 2.x, stdio) with ten small tools for the tool-calling evaluation
 (tests/benches/tool_eval.rs, tests/eval/questions.toml).
 
 Every tool really works, so the evaluation could execute calls too:
@@ -11,6 +11,12 @@ Every tool really works, so the evaluation could execute calls too:
 - word_count(text): words (whitespace-separated), characters, sentences.
 - lookup_country(name): FIXTURE DATA. A small table of facts (currency, population, languages,
   calling code) for a dozen countries.
+- book_table(restaurant, people, date, time?, seating?): FAKE BOOKING. Checks the values (a
+  YYYY-MM-DD date, HH:MM time, 1-20 people, indoor/outdoor) and confirms; nothing is booked.
+- send_message(to, text, urgent?): FAKE MESSAGING. Confirms what would be sent; nothing is sent.
+- add_tags(item, tags): in-memory tags per item (lists as arguments).
+- search_flights(origin, destination, date, passengers?, cabin?): FIXTURE DATA. Made-up flights.
+- set_reminder(text, date, time?): in-memory reminders.
 
 Usage: eval_tools.py (speaks MCP over stdin/stdout; logs go to stderr).
 """
@@ -19,6 +25,7 @@ import ast
 import math
 import operator
 import re
+from typing import Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -207,6 +214,79 @@ def lookup_country(name: str) -> str:
         f"{country}: currency {currency}, population about {population:,}, "
         f"languages {', '.join(languages)}, calling code {code}"
     )
+
+
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+CLOCK = re.compile(r"^\d{2}:\d{2}$")
+
+
+@server.tool()
+def book_table(
+    restaurant: str,
+    people: int,
+    date: str,
+    time: str | None = None,
+    seating: Literal["indoor", "outdoor"] | None = None,
+) -> str:
+    """Book a table at a restaurant. date is YYYY-MM-DD, time is HH:MM (24 h); seating is indoor or outdoor."""
+    if not DATE.match(date):
+        raise ToolError(f"date must be YYYY-MM-DD, got {date!r}")
+    if time is not None and not CLOCK.match(time):
+        raise ToolError(f"time must be HH:MM, got {time!r}")
+    if not 1 <= people <= 20:
+        raise ToolError("people must be between 1 and 20")
+    when = f"{date} {time}" if time else date
+    where = f", {seating}" if seating else ""
+    return f"Booked (not really: fixture) a table for {people} at {restaurant} on {when}{where}."
+
+
+@server.tool()
+def send_message(to: str, text: str, urgent: bool = False) -> str:
+    """Send a short text message to a contact by name."""
+    flag = " (urgent)" if urgent else ""
+    return f"Message to {to}{flag} would be sent (fixture, nothing sent): {text}"
+
+
+TAGS: dict[str, list[str]] = {}
+
+
+@server.tool()
+def add_tags(item: str, tags: list[str]) -> str:
+    """Add one or more tags (a list of words) to an item such as a note, photo or file."""
+    have = TAGS.setdefault(item, [])
+    have.extend(t for t in tags if t not in have)
+    return f"{item}: tags {', '.join(have)}"
+
+
+@server.tool()
+def search_flights(
+    origin: str,
+    destination: str,
+    date: str,
+    passengers: int = 1,
+    cabin: Literal["economy", "business", "first"] = "economy",
+) -> str:
+    """Search flights between two cities on a date (YYYY-MM-DD), for a number of passengers and a cabin class."""
+    if not DATE.match(date):
+        raise ToolError(f"date must be YYYY-MM-DD, got {date!r}")
+    price = 80 + (len(origin) * 37 + len(destination) * 53) % 400
+    factor = {"economy": 1, "business": 3, "first": 5}[cabin]
+    return (
+        f"FIXTURE: 2 flights {origin} -> {destination} on {date}: 08:10 and 17:45, "
+        f"{cabin}, {passengers} passenger(s), from {price * factor * passengers} EUR total"
+    )
+
+
+REMINDERS: list[str] = []
+
+
+@server.tool()
+def set_reminder(text: str, date: str, time: str | None = None) -> str:
+    """Set a reminder with a text on a date (YYYY-MM-DD), optionally at a time (HH:MM)."""
+    if not DATE.match(date):
+        raise ToolError(f"date must be YYYY-MM-DD, got {date!r}")
+    REMINDERS.append(f"{date} {time or ''} {text}".strip())
+    return f"Reminder set for {date}{' ' + time if time else ''}: {text}"
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-//! One user turn: generate, detect calls, validate, approve, call (concurrently), feed the
-//! results back, and repeat until the model answers or a limit is reached.
+//! One user turn: plan the round ([`round`](super::round)), generate ([`generation`](super::generation)),
+//! sort the calls ([`triage`](super::triage)), approve, run ([`execute`](super::execute)), feed the
+//! results back, and repeat until the triage says stop.
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,23 +11,24 @@ use tokio_util::sync::CancellationToken;
 
 use rkmcp_llm::{FinishReason, GenerateRequest, Message, SharedBackend, Stats};
 use rkmcp_plugin_host::{Detector, SchemaConverter};
-use rkmcp_tool_formats::convert::{
-    CallToolResultLike, ContentItem, ResultOptions, ToolDef, example_call, format_tool_result_with,
-    result_body,
-};
-use rkmcp_tool_formats::{
-    DetectorEvent, DetectorOptions, ReasoningFilter, ToolCall, reasoning_open_in_prompt,
-    strip_reasoning,
-};
+use rkmcp_tool_formats::convert::ToolDef;
+use rkmcp_tool_formats::{ToolCall, strip_reasoning};
 
 use super::approval::{ApprovalRequest, Approver, Verdict};
+use super::budget::{self, Budget, Fitted, Shed, Usage};
 use super::convert::ConverterPlugin;
-use super::detect::ResponseDetector;
+use super::execute::error_result;
+use super::generation::{self, Generated, Reading};
 use super::prompt::{self, ToolPlan};
+use super::round::{self, RoundPlan, RoundState};
 use super::settings::ChatSettings;
 use super::transcript::{CallOutcome, CallRecord, Rejection, RoundRecord, Transcript, TurnRecord};
+use super::triage::{self, Disposition, Earlier, Proposal, Stop};
 use super::validate::{ArgumentValidator, Coercion};
 use crate::mcp::manager::{ExposedTool, SessionManager};
+
+mod calls;
+use calls::{Checked, not_run};
 
 /// What happens during a turn, as it happens (for the terminal, or a script).
 #[derive(Debug, Clone, Serialize)]
@@ -92,6 +94,11 @@ pub struct TurnOutcome {
     pub rounds: u32,
     /// Calls that ran (successfully or not).
     pub tool_calls: usize,
+    /// Why the turn ended (`None` only if it failed).
+    pub stop: Option<Stop>,
+    /// The turn's generations together ([`Stats::total`]): prompt and cached tokens, prefill
+    /// speed over the tokens processed, generation speed.
+    pub stats: Stats,
 }
 
 /// A call the model proposed that passed detection, lookup and validation.
@@ -122,6 +129,9 @@ pub struct ChatEngine {
     /// How many tools each message shows (0: all): `tool_shortlist` resolved against the model
     /// file's size once, when the chat starts.
     shortlist_max: usize,
+    /// `after_result` resolved against the model file's size: tools that answered are left
+    /// out of the grammar of the turn's later rounds.
+    exclude_answered: bool,
 }
 
 impl ChatEngine {
@@ -135,6 +145,7 @@ impl ChatEngine {
         let plan = ToolPlan::new(&settings, &info, Vec::new());
         let model_bytes = std::fs::metadata(&info.model).ok().map(|m| m.len());
         let shortlist_max = settings.tool_shortlist.resolve(model_bytes);
+        let exclude_answered = settings.after_result.excludes_answered(model_bytes);
         let transcript = Transcript {
             model: info.model.display().to_string(),
             backend: info.backend.to_string(),
@@ -158,6 +169,7 @@ impl ChatEngine {
             detector_plugin: None,
             converter: None,
             shortlist_max,
+            exclude_answered,
         };
         engine.refresh_tools();
         engine
@@ -310,198 +322,201 @@ impl ChatEngine {
         record.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.transcript.messages = self.messages();
         self.transcript.turns.push(record.clone());
-        let outcome = result?;
-        Ok(outcome)
+        result
     }
 
+    /// The rounds of a turn: plan → generate → triage → approve and run → feed back, until the
+    /// triage (or a cancellation) says stop.
     async fn run_rounds(
         &mut self,
         events: &UnboundedSender<ChatEvent>,
         cancel: &CancellationToken,
         record: &mut TurnRecord,
     ) -> anyhow::Result<TurnOutcome> {
-        let info = self.backend.info().clone();
-        let offers_tools = self.plan.offers_tools(&self.settings);
+        let caps = self.backend.info().capabilities;
         let max_rounds = self.settings.max_rounds.max(1);
         let mut outcome = TurnOutcome::default();
         let mut fix_attempts = 0u32;
         // Calls that ran this turn (id, name, arguments), to catch a model repeating itself.
         let mut ran: Vec<(String, String, Value)> = Vec::new();
-        let mut answer_only = false;
-        for round in 1..=max_rounds {
+        let mut state = RoundState::default();
+        let mut generations: Vec<Stats> = Vec::new();
+        let stop = loop {
+            state.round += 1;
+            let round = state.round;
             outcome.rounds = round;
             let _ = events.send(ChatEvent::Round { round });
-            let (grammar, grammar_name) = prompt::grammar_for_round(
-                &self.settings,
-                &self.plan,
-                info.capabilities.grammar,
-                round,
-                answer_only,
-            );
-            let mut request = self.request(grammar);
-            // A round that must call, or that follows calls (results, rejections), is decoded
-            // greedily (`greedy_tool_rounds`).
-            let greedy = self.settings.greedy_tool_rounds
-                && (round > 1 || matches!(grammar_name, "call-only" | "tool-or-answer_directly"));
-            if greedy {
-                request.temperature = Some(0.0);
-            }
-            let (mut raw, mut generation, mut detected) =
-                self.generate(request, offers_tools, events, cancel).await?;
-            // `answer_directly` is the model's choice to answer without a tool: it is not a call.
-            // If it is all the model asked for, it now answers (the choice stays in the record).
-            let chose_answer = detected
-                .calls
-                .iter()
-                .any(|c| c.name == prompt::ANSWER_DIRECTLY);
-            detected.calls.retain(|c| c.name != prompt::ANSWER_DIRECTLY);
-            let mut decision = None;
-            let mut grammar_name = grammar_name.to_string();
-            if chose_answer
-                && detected.calls.is_empty()
-                && detected.malformed.is_empty()
-                && !cancel.is_cancelled()
-            {
-                decision = Some(std::mem::take(&mut raw));
-                let (grammar, name) = prompt::grammar_for_round(
-                    &self.settings,
-                    &self.plan,
-                    info.capabilities.grammar,
-                    round,
-                    true,
-                );
-                grammar_name = format!("{grammar_name}, then {name}");
-                (raw, generation, detected) = self
-                    .generate(self.request(grammar), offers_tools, events, cancel)
-                    .await?;
-            }
+            let plan = round::plan_round(&self.settings, &self.plan, caps, &state);
+            let generated = self.generate_round(&plan, round, events, cancel).await?;
+            generations.extend(generated.stats.iter().cloned());
+            let RoundGeneration {
+                generated:
+                    Generated {
+                        raw,
+                        finished,
+                        detected,
+                    },
+                decision,
+                grammar_name,
+                ..
+            } = generated;
             let mut round_record = RoundRecord {
                 round,
                 decision,
                 raw: raw.clone(),
                 text: detected.text.clone(),
                 reasoning: detected.reasoning.clone(),
-                finish: generation.as_ref().map(|g| g.0),
-                stats: generation.as_ref().map(|g| g.1.clone()),
+                finish: finished.as_ref().map(|g| g.0),
+                stats: finished.as_ref().map(|g| g.1.clone()),
                 grammar: grammar_name,
-                greedy,
+                greedy: plan.temperature == Some(0.0),
+                excluded: plan.excluded.clone(),
                 calls: Vec::new(),
                 rejected: Vec::new(),
             };
             // The model's own words, markers included, so it sees its calls next round; its
             // reasoning is left out, as chat templates drop it from earlier turns.
             let said = strip_reasoning(self.plan.format, detected.reasoning_open, &raw);
-            if !said.trim().is_empty() {
+            let spoke = !said.trim().is_empty();
+            if spoke {
                 self.history.push(Message::assistant(said));
             }
             outcome.answer = detected.text.trim().to_string();
             if cancel.is_cancelled() {
-                outcome.cancelled = true;
-                record.cancelled = true;
-                let _ = events.send(ChatEvent::Notice {
-                    message: "interrupted".into(),
-                });
                 record.rounds.push(round_record);
-                break;
-            }
-            if detected.calls.is_empty() && detected.malformed.is_empty() {
-                record.rounds.push(round_record);
-                break;
+                break Stop::Cancelled;
             }
 
-            // Malformed attempts, unknown tools and invalid arguments go back to the model.
+            let checked = self.check_calls(detected.calls);
+            let proposals: Vec<Proposal<'_>> = checked
+                .iter()
+                .map(|c| Proposal {
+                    name: &c.call.name,
+                    arguments: &c.call.arguments,
+                    valid: c.found.is_ok(),
+                })
+                .collect();
+            let earlier: Vec<Earlier<'_>> = ran
+                .iter()
+                .map(|(id, name, arguments)| Earlier {
+                    id,
+                    name,
+                    arguments,
+                })
+                .collect();
+            let t = triage::triage(
+                &proposals,
+                detected.malformed.len(),
+                &earlier,
+                round,
+                max_rounds,
+            );
+            drop(proposals);
+            drop(earlier);
+            if t.stop == Some(Stop::Answered) {
+                record.rounds.push(round_record);
+                break Stop::Answered;
+            }
+            fix_attempts += u32::from(t.fix_attempt);
+            state.answer_only |= t.answer_only_next;
+
+            // Unreadable attempts, unknown tools and invalid arguments go back to the model.
             let mut feedback: Vec<Message> = Vec::new();
-            let mut pending: Vec<Pending> = Vec::new();
             for (raw_call, error) in detected.malformed {
                 let message = format!(
                     "Your tool call could not be read: {error}. Write it exactly like this example: {}",
                     self.example()
                 );
-                self.reject(
-                    events,
-                    &mut round_record,
-                    &mut feedback,
-                    None,
-                    None,
-                    Some(raw_call),
-                    message,
-                )
-                .await;
+                let rejection = Rejection {
+                    id: None,
+                    name: None,
+                    raw: Some(raw_call),
+                    error: message,
+                };
+                round_record.rejected.push(rejection.clone());
+                feedback.push(self.reject(events, rejection).await);
             }
-            for mut call in detected.calls {
-                self.calls_made += 1;
-                // Nine alphanumerics: Mistral's templates insist on that shape.
-                call.id = format!("call{:05}", self.calls_made % 100_000);
-                match self.check_call(&mut call) {
-                    Ok((exposed, coercions)) => pending.push(Pending {
-                        call,
-                        exposed,
-                        coercions,
-                    }),
-                    Err(message) => {
-                        let (id, name) = (Some(call.id.clone()), Some(call.name.clone()));
-                        self.reject(
-                            events,
-                            &mut round_record,
-                            &mut feedback,
-                            id,
-                            name,
-                            None,
-                            message,
-                        )
-                        .await;
-                    }
-                }
-            }
-            if !round_record.rejected.is_empty() {
-                fix_attempts += 1;
-            }
-
-            // The same call twice in one answer runs once. A call that already ran this turn is
-            // not run again, and the next round may only answer (small models otherwise repeat a
-            // call until the round limit).
-            let mut fresh: Vec<Pending> = Vec::new();
+            // Calls in the model's order; fresh ones are filled in after they ran.
+            let mut slots: Vec<Option<CallRecord>> = Vec::with_capacity(checked.len());
             let mut repeats: Vec<(ToolCall, String)> = Vec::new();
-            for p in pending {
-                let same =
-                    |name: &str, args: &Value| name == p.call.name && *args == p.call.arguments;
-                if let Some(first) = fresh.iter().find(|q| same(&q.call.name, &q.call.arguments)) {
-                    let why = format!(
-                        "the same call as {} in this answer, which runs once",
-                        first.call.id
-                    );
-                    let _ = events.send(ChatEvent::Notice {
-                        message: format!(
-                            "'{}' was asked for twice with the same arguments; it runs once",
-                            p.call.name
-                        ),
-                    });
-                    round_record.calls.push(not_run(&p, "engine", &why));
-                } else if let Some((earlier, _, _)) = ran.iter().find(|(_, n, a)| same(n, a)) {
-                    let _ = events.send(ChatEvent::Notice {
-                        message: format!("'{}' was asked for again with the same arguments; the model answers with the result it has", p.call.name),
-                    });
-                    let message = format!(
-                        "You already called {} with these arguments ({earlier}); its result is above. Answer the user's question with it now.",
-                        p.call.name
-                    );
-                    repeats.push((p.call.clone(), message));
-                    round_record.calls.push(not_run(
-                        &p,
-                        "engine",
-                        &format!("a repeat of {earlier}, whose result the model already has"),
-                    ));
-                    answer_only = true;
-                } else {
-                    fresh.push(p);
-                }
+            let mut fresh: Vec<(usize, Pending)> = Vec::new();
+            let ids: Vec<String> = checked.iter().map(|c| c.call.id.clone()).collect();
+            for (i, (c, disposition)) in checked.into_iter().zip(&t.calls).enumerate() {
+                let Checked { call, found } = c;
+                let (exposed, coercions) = match found {
+                    Ok(found) => found,
+                    Err(error) => {
+                        let rejection = Rejection {
+                            id: Some(call.id.clone()),
+                            name: Some(call.name.clone()),
+                            raw: None,
+                            error,
+                        };
+                        round_record.rejected.push(rejection.clone());
+                        feedback.push(self.reject(events, rejection).await);
+                        slots.push(None);
+                        continue;
+                    }
+                };
+                let pending = Pending {
+                    call,
+                    exposed,
+                    coercions,
+                };
+                let not_run =
+                    |outcome: CallOutcome, note: String| Some(not_run(&pending, outcome, note));
+                let slot = match disposition {
+                    Disposition::Fresh => {
+                        fresh.push((i, pending));
+                        None
+                    }
+                    Disposition::Rejected => None,
+                    Disposition::Duplicate { of } => {
+                        let _ = events.send(ChatEvent::Notice {
+                            message: format!(
+                                "'{}' was asked for twice with the same arguments; it runs once",
+                                pending.call.name
+                            ),
+                        });
+                        not_run(
+                            CallOutcome::Duplicate,
+                            format!(
+                                "the same call as {} in this answer, which runs once",
+                                ids[*of]
+                            ),
+                        )
+                    }
+                    Disposition::Repeat { of } => {
+                        let _ = events.send(ChatEvent::Notice {
+                            message: format!("'{}' was asked for again with the same arguments; the model answers with the result it has", pending.call.name),
+                        });
+                        repeats.push((
+                            pending.call.clone(),
+                            format!(
+                                "You already called {} with these arguments ({of}); its result is above. Answer the user's question with it now.",
+                                pending.call.name
+                            ),
+                        ));
+                        not_run(
+                            CallOutcome::Repeat,
+                            format!("a repeat of {of}, whose result the model already has"),
+                        )
+                    }
+                    Disposition::OverLimit => {
+                        not_run(CallOutcome::NotRun, "the round limit was reached".into())
+                    }
+                };
+                slots.push(slot);
             }
-            let pending = fresh;
-            if pending.is_empty() && feedback.is_empty() && !repeats.is_empty() {
-                // Nothing new was asked: the round is taken back (it stays in the transcript) and
-                // the next one answers from the results already in the conversation — small
-                // models parrot a notice instead of answering.
-                if !raw.is_empty() {
+            if let Some(stop) = t.stop {
+                round_record.calls = slots.into_iter().flatten().collect();
+                record.rounds.push(round_record);
+                break stop;
+            }
+            if t.take_back {
+                // Nothing new was asked: the round is taken back (it stays in the transcript)
+                // and the next one answers from the results already in the conversation.
+                if spoke {
                     self.history.pop();
                 }
             } else {
@@ -511,265 +526,224 @@ impl ChatEngine {
                 }
             }
 
-            if round == max_rounds {
-                for p in &pending {
-                    round_record
-                        .calls
-                        .push(not_run(p, "limit", "the round limit was reached"));
-                }
-                let message = format!(
-                    "stopped after {max_rounds} rounds (chat.max_rounds); the model's last calls were not run"
-                );
-                let _ = events.send(ChatEvent::Notice {
-                    message: message.clone(),
-                });
-                record.stopped = Some(message);
-                record.rounds.push(round_record);
-                break;
-            }
-
-            let results = self.approve_and_call(pending, events, cancel).await;
-            for (call_record, message) in results {
-                outcome.tool_calls += usize::from(call_record.duration_ms.is_some());
+            let (positions, pending): (Vec<usize>, Vec<Pending>) = fresh.into_iter().unzip();
+            let verdicts = self.approve(&pending, events, cancel).await;
+            let results = self.execute(pending, verdicts, events, cancel).await;
+            let mut any_ran = false;
+            for (i, (call_record, message)) in positions.into_iter().zip(results) {
                 if call_record.duration_ms.is_some() {
+                    any_ran = true;
+                    outcome.tool_calls += 1;
                     ran.push((
                         call_record.id.clone(),
                         call_record.name.clone(),
                         call_record.arguments.clone(),
                     ));
+                    if call_record.outcome == CallOutcome::Ok
+                        && self.exclude_answered
+                        && !state.excluded.contains(&call_record.name)
+                    {
+                        state.excluded.push(call_record.name.clone());
+                    }
                 }
-                round_record.calls.push(call_record);
+                slots[i] = Some(call_record);
                 feedback.push(message);
             }
+            round_record.calls = slots.into_iter().flatten().collect();
             // Results in the order the model asked, after any rejections.
             self.history.extend(feedback);
             record.rounds.push(round_record);
 
             if cancel.is_cancelled() {
-                outcome.cancelled = true;
-                record.cancelled = true;
-                let _ = events.send(ChatEvent::Notice {
-                    message: "interrupted".into(),
-                });
-                break;
+                break Stop::Cancelled;
             }
-            if fix_attempts > self.settings.max_fix_attempts
-                && record
-                    .rounds
-                    .last()
-                    .is_some_and(|r| r.calls.iter().all(|c| c.duration_ms.is_none()))
+            if let Some(stop) =
+                triage::after_calls(fix_attempts, self.settings.max_fix_attempts, any_ran)
             {
-                let message = format!(
-                    "stopped: the model's calls were still invalid after {} attempts (chat.max_fix_attempts)",
-                    self.settings.max_fix_attempts
-                );
-                let _ = events.send(ChatEvent::Notice {
-                    message: message.clone(),
-                });
+                break stop;
+            }
+        };
+        if let Some(message) = stop.notice(max_rounds, self.settings.max_fix_attempts) {
+            let _ = events.send(ChatEvent::Notice {
+                message: message.clone(),
+            });
+            if stop != Stop::Cancelled {
                 record.stopped = Some(message);
-                break;
             }
         }
+        if stop == Stop::Cancelled {
+            outcome.cancelled = true;
+            record.cancelled = true;
+        }
+        outcome.stop = Some(stop);
+        outcome.stats = Stats::total(&generations);
+        record.stats = (!generations.is_empty()).then(|| outcome.stats.clone());
         record.answer = outcome.answer.clone();
         Ok(outcome)
     }
 
-    /// Streams one generation through the detector. Returns the raw text, (finish, stats) when
-    /// the backend finished, and what the detector found.
+    /// The budget of the model's context window.
+    pub fn budget(&self) -> Budget {
+        Budget {
+            window: self.backend.info().context_length,
+            reserve: self.settings.answer_reserve,
+        }
+    }
+
+    /// Sheds the oldest tool results, then the oldest turns, until the prompt fits the context
+    /// window with room for the answer; tells the user what went. Counting needs the backend's
+    /// tokenizer; when it fails the prompt goes as it is (the backend refuses an oversized one).
+    async fn fit_context(&mut self, events: &UnboundedSender<ChatEvent>) {
+        let budget = self.budget();
+        let mut count = match self.backend.count_tokens(self.messages()).await {
+            Ok(n) => n,
+            Err(err) => {
+                tracing::debug!("counting the prompt's tokens: {err}");
+                return;
+            }
+        };
+        let mut fitted = Fitted {
+            before: count,
+            after: count,
+            ..Fitted::default()
+        };
+        while count > budget.limit() {
+            match budget::shed_one(&mut self.history) {
+                Some(Shed::Result) => fitted.shortened_results += 1,
+                Some(Shed::Turn) => fitted.dropped_turns += 1,
+                None => break,
+            }
+            count = match self.backend.count_tokens(self.messages()).await {
+                Ok(n) => n,
+                Err(_) => break,
+            };
+        }
+        fitted.after = count;
+        notify(events, fitted.notice(budget));
+    }
+
+    /// Where the prompt's tokens go now (`/context`).
+    pub async fn context_usage(&self) -> anyhow::Result<Usage> {
+        let count = |m: Vec<Message>| self.backend.count_tokens(m);
+        let system = Message::system(self.system_prompt());
+        let base = prompt::system_prompt(
+            &ChatSettings {
+                tool_choice: super::settings::ToolChoice::None,
+                ..self.settings.clone()
+            },
+            &self.plan,
+            false,
+            false,
+        );
+        let with_tools = count(vec![system.clone()]).await?;
+        let without = count(vec![Message::system(base)]).await?;
+        let total = count(self.messages()).await?;
+        let no_results: Vec<Message> = self
+            .messages()
+            .into_iter()
+            .filter(|m| m.role != rkmcp_llm::Role::Tool)
+            .collect();
+        let without_results = count(no_results).await?;
+        let budget = self.budget();
+        Ok(Usage {
+            window: budget.window,
+            reserve: budget.reserve,
+            system: with_tools,
+            tools: with_tools.saturating_sub(without),
+            history: total.saturating_sub(with_tools),
+            results: total.saturating_sub(without_results),
+            total,
+        })
+    }
+
+    /// One round's generation as `plan` says. When the model chose `answer_directly` (and
+    /// nothing else), it then writes its answer in a second, answer-only generation; the choice
+    /// is kept in the record, not in the conversation.
+    async fn generate_round(
+        &mut self,
+        plan: &RoundPlan,
+        round: u32,
+        events: &UnboundedSender<ChatEvent>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<RoundGeneration> {
+        self.fit_context(events).await;
+        let mut request = self.request(plan.grammar.clone());
+        request.guide = plan.guide.clone();
+        request.temperature = plan.temperature;
+        // Rounds that may call lean towards the words of the user's message (`copy_bias`).
+        if self.settings.copy_bias != 0.0 && plan.grammar_name != "answer-only" {
+            request.prefer = self
+                .history
+                .iter()
+                .rev()
+                .find(|m| m.role == rkmcp_llm::Role::User)
+                .map(|m| vec![m.content.clone()])
+                .unwrap_or_default();
+            request.prefer_bias = self.settings.copy_bias;
+        }
+        let mut generated = self.generate(request, events, cancel).await?;
+        let mut stats: Vec<Stats> = generated.finished.iter().map(|f| f.1.clone()).collect();
+        let calls = &mut generated.detected.calls;
+        let chose_answer = calls.iter().any(|c| c.name == prompt::ANSWER_DIRECTLY);
+        calls.retain(|c| c.name != prompt::ANSWER_DIRECTLY);
+        let mut decision = None;
+        let mut grammar_name = plan.grammar_name.clone();
+        if chose_answer
+            && generated.detected.calls.is_empty()
+            && generated.detected.malformed.is_empty()
+            && !cancel.is_cancelled()
+        {
+            decision = Some(std::mem::take(&mut generated.raw));
+            let caps = self.backend.info().capabilities;
+            let then = round::plan_answer_after_decision(&self.settings, &self.plan, caps, round);
+            grammar_name = format!("{grammar_name}, then {}", then.grammar_name);
+            let mut request = self.request(then.grammar);
+            request.guide = then.guide;
+            request.temperature = then.temperature;
+            generated = self.generate(request, events, cancel).await?;
+            stats.extend(generated.finished.iter().map(|f| f.1.clone()));
+        }
+        Ok(RoundGeneration {
+            generated,
+            decision,
+            grammar_name,
+            stats,
+        })
+    }
+
+    /// Streams one generation through the detector of this chat's format.
     async fn generate(
         &mut self,
         request: GenerateRequest,
-        offers_tools: bool,
         events: &UnboundedSender<ChatEvent>,
         cancel: &CancellationToken,
-    ) -> anyhow::Result<(String, Option<(FinishReason, Stats)>, Detected)> {
-        // Whether the rendered prompt already opened a reasoning block (`<think>` at its end).
-        let reasoning_open = match self.backend.render(request.messages.clone()).await {
-            Ok(prompt) => reasoning_open_in_prompt(&prompt),
-            Err(err) => {
-                tracing::debug!("rendering the prompt to look for an open reasoning block: {err}");
-                false
-            }
+    ) -> anyhow::Result<Generated> {
+        let dialect = self
+            .settings
+            .detector_format
+            .clone()
+            .unwrap_or_else(|| self.plan.format.name().to_string());
+        let reading = Reading {
+            format: self.plan.format,
+            tools: &self.plan.tools,
+            detector: self
+                .plan
+                .offers_tools(&self.settings)
+                .then_some((dialect.as_str(), self.detector_plugin.as_ref())),
         };
-        let mut opts = DetectorOptions::for_tools(&self.plan.tools);
-        opts.reasoning_open = reasoning_open;
-        let mut stream = self.backend.generate(request);
-        let mut detector = if offers_tools {
-            let dialect = self
-                .settings
-                .detector_format
-                .clone()
-                .unwrap_or_else(|| self.plan.format.name().to_string());
-            let (d, notice) = ResponseDetector::start(
-                self.plan.format,
-                &opts,
-                self.detector_plugin.as_ref(),
-                &dialect,
-            )
-            .await;
-            notify(events, notice);
-            Some(d)
-        } else {
-            None
-        };
-        // Without tools there is no detector, but reasoning is still kept apart.
-        let mut reasoning_only = ReasoningFilter::new(self.plan.format, reasoning_open);
-        let mut detected = Detected {
-            reasoning_open,
-            ..Detected::default()
-        };
-        let mut raw = String::new();
-        let mut aborted = false;
-        loop {
-            let chunk = if aborted {
-                // Drain what was generated before the abort took effect.
-                stream.chunks.recv().await
-            } else {
-                tokio::select! {
-                    chunk = stream.chunks.recv() => chunk,
-                    _ = cancel.cancelled() => {
-                        stream.abort.abort();
-                        aborted = true;
-                        continue;
-                    }
-                }
-            };
-            let Some(chunk) = chunk else { break };
-            raw.push_str(&chunk);
-            match detector.as_mut() {
-                Some(d) => {
-                    let (found, notice) = d.feed(&chunk).await;
-                    notify(events, notice);
-                    detected.take(found, events);
-                }
-                None => {
-                    let (mut found, answer) = reasoning_only.feed(&chunk);
-                    found.push(DetectorEvent::Text(answer));
-                    detected.take(found, events);
-                }
-            }
-        }
-        if let Some(d) = detector.as_mut() {
-            let (found, notice) = d.finish().await;
-            notify(events, notice);
-            detected.take(found, events);
-        } else {
-            let (mut found, answer) = reasoning_only.finish();
-            found.push(DetectorEvent::Text(answer));
-            detected.take(found, events);
-        }
-        let generation = match stream.finish().await {
-            Ok(g) => {
-                let _ = events.send(ChatEvent::Generated {
-                    stats: g.stats.clone(),
-                    finish: g.finish,
-                });
-                // The backend's text is authoritative (chunks are exactly it, minus stop strings).
-                if g.text.len() > raw.len() {
-                    raw = g.text;
-                }
-                Some((g.finish, g.stats))
-            }
-            Err(err) if cancel.is_cancelled() => {
-                tracing::debug!("generation ended by cancellation: {err}");
-                None
-            }
-            Err(err) => return Err(anyhow::anyhow!("the model failed: {err}")),
-        };
-        Ok((raw, generation, detected))
+        generation::stream(&self.backend, request, reading, events, cancel).await
     }
 
-    /// Finds the tool and validates the arguments (with safe coercions).
-    fn check_call(&mut self, call: &mut ToolCall) -> Result<(ExposedTool, Vec<Coercion>), String> {
-        let exposed = match self.find_tool(&call.name) {
-            Some(t) => t.clone(),
-            None => {
-                let names: Vec<&str> = self.exposed.iter().map(|t| t.name.as_str()).collect();
-                let hint = match crate::config::nearest(&call.name, &names) {
-                    Some(n) => format!(" Did you mean `{n}`?"),
-                    None => String::new(),
-                };
-                return Err(format!(
-                    "There is no tool named `{}`.{hint} Available tools: {}.",
-                    call.name,
-                    names.join(", ")
-                ));
-            }
-        };
-        // The exposed name is what the model must use from now on.
-        call.name = exposed.name.clone();
-        let schema = Value::Object((*exposed.tool.input_schema).clone());
-        match self
-            .validator
-            .check(&exposed.name, &schema, &mut call.arguments)
-        {
-            Ok(coercions) => Ok((exposed, coercions)),
-            Err(invalid) => Err(invalid.to_string()),
-        }
-    }
-
-    /// The exposed name, else a server's own tool name that is unique (small models drop the
-    /// `server__` prefix).
-    fn find_tool(&self, name: &str) -> Option<&ExposedTool> {
-        if let Some(t) = self.exposed.iter().find(|t| t.name == name) {
-            return Some(t);
-        }
-        let mut bare = self.exposed.iter().filter(|t| t.tool.name == name);
-        match (bare.next(), bare.next()) {
-            (Some(t), None) => Some(t),
-            _ => None,
-        }
-    }
-
-    fn example(&self) -> String {
-        match self.plan.tools.first() {
-            Some(t) => example_call(self.plan.format, &t.name, &serde_json::json!({})),
-            None => String::new(),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn reject(
-        &self,
-        events: &UnboundedSender<ChatEvent>,
-        round: &mut RoundRecord,
-        feedback: &mut Vec<Message>,
-        id: Option<String>,
-        name: Option<String>,
-        raw: Option<String>,
-        error: String,
-    ) {
-        let _ = events.send(ChatEvent::Rejected {
-            id: id.clone(),
-            name: name.clone(),
-            error: error.clone(),
-        });
-        let call = ToolCall {
-            id: id.clone().unwrap_or_else(|| "call_invalid".into()),
-            name: name.clone().unwrap_or_else(|| "unknown".into()),
-            arguments: Value::Object(Default::default()),
-        };
-        let text = self.feed_back(&call, &error_result(&error), events).await;
-        feedback.push(Message::tool(text));
-        round.rejected.push(Rejection {
-            id,
-            name,
-            raw,
-            error,
-        });
-    }
-
-    /// Approves each call in order (a person may be asked), then runs the approved ones —
-    /// concurrently unless `parallel_calls = false`. Returns a record and a tool message per call,
-    /// in the model's order.
-    async fn approve_and_call(
+    /// Approves each call in order (a person may be asked). The verdicts are in `pending`'s
+    /// order; a cancelled turn denies what is left.
+    async fn approve(
         &mut self,
-        pending: Vec<Pending>,
+        pending: &[Pending],
         events: &UnboundedSender<ChatEvent>,
         cancel: &CancellationToken,
-    ) -> Vec<(CallRecord, Message)> {
+    ) -> Vec<Verdict> {
         let mut verdicts = Vec::with_capacity(pending.len());
-        for p in &pending {
+        for p in pending {
             let _ = events.send(ChatEvent::ToolCall {
                 id: p.call.id.clone(),
                 name: p.call.name.clone(),
@@ -811,168 +785,21 @@ impl ChatEngine {
             });
             verdicts.push(verdict);
         }
-
-        let runs = pending.iter().zip(&verdicts).map(|(p, verdict)| {
-            let sessions = Arc::clone(&self.sessions);
-            let allowed = matches!(verdict, Verdict::Allow { .. });
-            async move {
-                if !allowed {
-                    return None;
-                }
-                let started = Instant::now();
-                let args = match &p.call.arguments {
-                    Value::Object(m) => Some(m.clone()),
-                    _ => None,
-                };
-                let result = match sessions.session(&p.exposed.server) {
-                    Some(session) => session
-                        .call_tool(&p.exposed.tool.name, args)
-                        .await
-                        .map_err(anyhow::Error::from),
-                    None => Err(anyhow::anyhow!(
-                        "server `{}` is not running",
-                        p.exposed.server
-                    )),
-                };
-                Some((started.elapsed().as_secs_f64() * 1000.0, result))
-            }
-        });
-        let finished: Vec<_> = tokio::select! {
-            done = async {
-                if self.settings.parallel_calls {
-                    futures::future::join_all(runs).await
-                } else {
-                    let mut out = Vec::new();
-                    for run in runs {
-                        out.push(run.await);
-                    }
-                    out
-                }
-            } => done.into_iter().map(Some).collect(),
-            // Dropping the calls makes rmcp send notifications/cancelled to the servers.
-            _ = cancel.cancelled() => pending.iter().map(|_| None).collect(),
-        };
-
-        let mut out = Vec::with_capacity(pending.len());
-        for ((p, verdict), ran) in pending.into_iter().zip(verdicts).zip(finished) {
-            let mut record = CallRecord {
-                id: p.call.id.clone(),
-                name: p.call.name.clone(),
-                server: p.exposed.server.clone(),
-                tool: p.exposed.tool.name.to_string(),
-                arguments: p.call.arguments.clone(),
-                coercions: p.coercions,
-                approval: verdict.clone(),
-                duration_ms: None,
-                outcome: CallOutcome::Denied,
-                result: None,
-                fed_back: String::new(),
-            };
-            let result_like = match (&verdict, ran) {
-                (Verdict::Deny { by, reason }, _) => error_result(&format!(
-                    "The call was not allowed ({by}: {reason}). Do not call it again; answer without it."
-                )),
-                (_, None) => {
-                    record.outcome = CallOutcome::Cancelled;
-                    error_result("The call was cancelled by the user.")
-                }
-                (_, Some(None)) => error_result("The call did not run."),
-                (_, Some(Some((ms, Ok(result))))) => {
-                    record.duration_ms = Some(ms);
-                    let json = serde_json::to_value(&result).unwrap_or(Value::Null);
-                    let like: CallToolResultLike = serde_json::from_value(json.clone())
-                        .unwrap_or_else(|err| {
-                            error_result(&format!("the server's result could not be read: {err}"))
-                        });
-                    record.outcome = if like.is_error {
-                        CallOutcome::ToolError
-                    } else {
-                        CallOutcome::Ok
-                    };
-                    record.result = Some(json);
-                    like
-                }
-                (_, Some(Some((ms, Err(err))))) => {
-                    record.duration_ms = Some(ms);
-                    record.outcome = CallOutcome::Failed;
-                    error_result(&format!("The call failed: {err:#}"))
-                }
-            };
-            let text = self.feed_back(&p.call, &result_like, events).await;
-            record.fed_back = text.clone();
-            if record.duration_ms.is_some() || record.outcome == CallOutcome::Cancelled {
-                let _ = events.send(ChatEvent::ToolResult {
-                    id: record.id.clone(),
-                    name: record.name.clone(),
-                    is_error: record.outcome != CallOutcome::Ok,
-                    duration_ms: record.duration_ms.unwrap_or(0.0),
-                    summary: summary(&result_body(&result_like, &ResultOptions::default())),
-                });
-            }
-            out.push((record, Message::tool(text)));
-        }
-        out
-    }
-
-    /// A tool result as the converter plugin or the model's format expects it. Templates that
-    /// wrap tool turns themselves (Qwen) get the bare body.
-    async fn feed_back(
-        &self,
-        call: &ToolCall,
-        result: &CallToolResultLike,
-        events: &UnboundedSender<ChatEvent>,
-    ) -> String {
-        let opts = ResultOptions {
-            max_chars: self.settings.result_max_chars,
-        };
-        if let Some(converter) = &self.converter {
-            match converter.format_result(call, result, opts.max_chars).await {
-                Ok(text) => return text,
-                Err(notice) => notify(events, Some(notice)),
-            }
-        }
-        if self.backend.info().chat_template == "qwen" {
-            result_body(result, &opts)
-        } else {
-            format_tool_result_with(self.plan.format, call, result, &opts)
-        }
+        verdicts
     }
 }
 
-/// What one generation contained.
-#[derive(Default)]
-struct Detected {
-    text: String,
-    /// The model's reasoning, kept apart from `text`.
-    reasoning: String,
-    /// The rendered prompt had opened a reasoning block.
-    reasoning_open: bool,
-    calls: Vec<ToolCall>,
-    /// (raw, error)
-    malformed: Vec<(String, String)>,
+/// A round's generation(s).
+struct RoundGeneration {
+    generated: Generated,
+    /// The `answer_directly` choice, when the model answered after it.
+    decision: Option<String>,
+    grammar_name: String,
+    /// One per generation (two after `answer_directly`).
+    stats: Vec<Stats>,
 }
 
-impl Detected {
-    fn take(&mut self, found: Vec<DetectorEvent>, events: &UnboundedSender<ChatEvent>) {
-        for ev in found {
-            match ev {
-                DetectorEvent::Text(t) | DetectorEvent::Reasoning(t) if t.is_empty() => {}
-                DetectorEvent::Text(t) => {
-                    self.text.push_str(&t);
-                    let _ = events.send(ChatEvent::Text { text: t });
-                }
-                DetectorEvent::Reasoning(t) => {
-                    self.reasoning.push_str(&t);
-                    let _ = events.send(ChatEvent::Reasoning { text: t });
-                }
-                DetectorEvent::ToolCall(c) => self.calls.push(c),
-                DetectorEvent::Malformed { raw, error } => self.malformed.push((raw, error)),
-            }
-        }
-    }
-}
-
-fn notify(events: &UnboundedSender<ChatEvent>, notice: Option<String>) {
+pub(super) fn notify(events: &UnboundedSender<ChatEvent>, notice: Option<String>) {
     if let Some(message) = notice {
         tracing::warn!("{message}");
         let _ = events.send(ChatEvent::Notice { message });
@@ -989,44 +816,5 @@ fn tool_def(t: &ExposedTool) -> ToolDef {
             .annotations
             .as_ref()
             .and_then(|a| serde_json::to_value(a).ok()),
-    }
-}
-
-fn error_result(message: &str) -> CallToolResultLike {
-    CallToolResultLike {
-        content: vec![ContentItem::Text {
-            text: message.to_string(),
-        }],
-        is_error: true,
-        structured_content: None,
-    }
-}
-
-fn not_run(p: &Pending, by: &str, why: &str) -> CallRecord {
-    CallRecord {
-        id: p.call.id.clone(),
-        name: p.call.name.clone(),
-        server: p.exposed.server.clone(),
-        tool: p.exposed.tool.name.to_string(),
-        arguments: p.call.arguments.clone(),
-        coercions: p.coercions.clone(),
-        approval: Verdict::Deny {
-            by: by.into(),
-            reason: why.to_string(),
-        },
-        duration_ms: None,
-        outcome: CallOutcome::NotRun,
-        result: None,
-        fed_back: String::new(),
-    }
-}
-
-/// The text on one line (whitespace collapsed), cut to a status-line length.
-fn summary(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > 100 {
-        format!("{}…", flat.chars().take(100).collect::<String>())
-    } else {
-        flat
     }
 }

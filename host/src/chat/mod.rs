@@ -4,21 +4,29 @@
 //! fit the message, for small models) → [`prompt`] (system prompt, tool
 //! section, grammar per round; [`convert`] when a converter plugin writes them) → the model (rkmcp-llm) → [`detect`] (the built-in detector of
 //! rkmcp-tool-formats or a detector plugin) →
-//! [`validate`] (arguments against the tool's schema) → [`approval`] (policy, guard plugins, the
-//! user) → MCP sessions → results fed back (by the format or the converter plugin). [`engine`] runs that loop for `rkmcp chat` and `ask`.
+//! [`validate`] (arguments against the tool's schema) → [`triage`] (rejected / duplicate / repeat /
+//! fresh, and why the turn stops) → [`approval`] (policy, guard plugins, the user) → [`execute`]
+//! (MCP sessions behind [`execute::ToolRunner`]) → results fed back (by the format or the converter
+//! plugin). [`engine`] runs that loop for `rkmcp chat` and `ask`, each round planned by [`round`]
+//! (grammar, temperature) and streamed by [`generation`].
 //! [`sampling`] serves servers' `sampling/createMessage` on the same model, prompt and detector path,
 //! as a conversation of its own.
 pub mod approval;
+pub mod budget;
 pub mod client;
 pub mod convert;
 pub mod detect;
 pub mod engine;
+pub mod execute;
+pub mod generation;
 pub mod prompt;
+pub mod round;
 pub mod sampling;
 pub mod settings;
 pub mod shortlist;
 pub mod start;
 pub mod transcript;
+pub mod triage;
 pub mod validate;
 
 pub use engine::{ChatEngine, ChatEvent, TurnOutcome};

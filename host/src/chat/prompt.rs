@@ -3,8 +3,8 @@
 use rkmcp_llm::BackendInfo;
 use rkmcp_tool_formats::ToolFormat;
 use rkmcp_tool_formats::convert::{
-    GrammarMode, PromptStyle, ToolDef, gbnf_grammar_with, render_tool_section_for,
-    rkllm_function_tools_json,
+    GrammarMode, PromptStyle, ToolDef, gbnf_grammar_with, lark_grammar_with,
+    render_tool_section_for, rkllm_function_tools_json,
 };
 
 use super::convert::PluginConversion;
@@ -195,6 +195,20 @@ pub fn grammar_for_round(
         Some(g) => (Some(g), name),
         None => (None, "none"),
     }
+}
+
+/// The llguidance grammar allowing what the built-in GBNF grammar named `name` allows (as
+/// [`grammar_for_round`] chose it for `plan`), or `None` where there is none: a user's or a
+/// converter plugin's grammar (GBNF syntax), or a format without a grammar.
+pub fn guide_for(plan: &ToolPlan, name: &str) -> Option<String> {
+    let (mode, tools) = match name {
+        "answer-only" => (GrammarMode::AnswerOnly, plan.tools.clone()),
+        "call-only" => (GrammarMode::CallOnly, plan.tools.clone()),
+        "tool-or-answer_directly" => (GrammarMode::CallOnly, plan.listed_tools(true)),
+        "call-or-answer" => (GrammarMode::CallOrAnswer, plan.tools.clone()),
+        _ => return None,
+    };
+    lark_grammar_with(plan.format, &tools, mode)
 }
 
 /// The tool list as RKLLM's `rkllm_set_function_tools` takes it, for backends with native tools.

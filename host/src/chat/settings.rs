@@ -183,6 +183,46 @@ impl Serialize for Shortlist {
     }
 }
 
+/// `after_result`: what the model may call once a tool answered in this turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AfterResult {
+    /// `other-tools` for a tiny model (a model file under [`Shortlist::TINY_MODEL_BYTES`]),
+    /// `any` for others.
+    #[default]
+    Auto,
+    /// Any listed tool (a call that already ran is still not run twice).
+    Any,
+    /// A tool whose call succeeded is left out of the grammar of the turn's later rounds, so
+    /// the model cannot ask for it again; with no tool left the round may only answer. The
+    /// 135M model otherwise repeats the call it just made, a generation the engine throws away.
+    OtherTools,
+}
+
+impl AfterResult {
+    /// Whether tools that answered are left out of later rounds, for a model file of
+    /// `model_bytes`.
+    pub fn excludes_answered(self, model_bytes: Option<u64>) -> bool {
+        match self {
+            AfterResult::Any => false,
+            AfterResult::OtherTools => true,
+            AfterResult::Auto => model_bytes.is_some_and(|b| b < Shortlist::TINY_MODEL_BYTES),
+        }
+    }
+}
+
+/// `grammar_engine`: what enforces the generated grammars on the CPU backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GrammarEngine {
+    /// llguidance: the call object as a JSON Schema, token masks in microseconds. GBNF takes
+    /// over where llguidance cannot compile a grammar.
+    #[default]
+    Llguidance,
+    /// llama.cpp's GBNF sampler.
+    Gbnf,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ChatSettings {
@@ -202,6 +242,11 @@ pub struct ChatSettings {
     /// Constrain the CPU backend with a grammar so a call, once started, is a valid call of a
     /// listed tool with schema-valid arguments.
     pub constrained_decoding: bool,
+    /// What enforces those grammars: `llguidance` (the default) or `gbnf`.
+    pub grammar_engine: GrammarEngine,
+    /// Added to the logits of the tokens of the user's message in rounds that may call (CPU
+    /// backend), so a small model copies values from the message instead of inventing them.
+    pub copy_bias: f32,
     /// Generate → call → feed back, at most this many times per user turn.
     pub max_rounds: u32,
     /// Rounds that must call (a forced call, the explicit decision) and rounds that answer from
@@ -211,10 +256,15 @@ pub struct ChatSettings {
     pub greedy_tool_rounds: bool,
     /// How many times one turn may hand invalid calls back to the model to fix.
     pub max_fix_attempts: u32,
+    /// What the model may call after a tool answered (`auto`: `other-tools` for tiny models).
+    pub after_result: AfterResult,
     /// Run the independent calls of one response concurrently.
     pub parallel_calls: bool,
     /// Characters of a tool result kept for the model (a notice marks the cut).
     pub result_max_chars: usize,
+    /// Tokens of the context window kept free for the answer: a longer prompt sheds the
+    /// oldest tool results (shortened), then the oldest turns, with a notice.
+    pub answer_reserve: u32,
     /// Extra stop sequences.
     pub stop: Vec<String>,
     pub approval: ApprovalConfig,
@@ -246,11 +296,15 @@ impl Default for ChatSettings {
             tool_decision: ToolDecision::default(),
             tool_shortlist: Shortlist::Auto,
             constrained_decoding: true,
+            grammar_engine: GrammarEngine::Llguidance,
+            copy_bias: 0.0,
             greedy_tool_rounds: true,
             max_rounds: 5,
             max_fix_attempts: 2,
+            after_result: AfterResult::Auto,
             parallel_calls: true,
             result_max_chars: rkmcp_tool_formats::convert::DEFAULT_RESULT_LIMIT,
+            answer_reserve: 256,
             show_reasoning: false,
             stop: Vec::new(),
             approval: ApprovalConfig::default(),
@@ -278,5 +332,22 @@ mod tests {
         assert_eq!(Shortlist::Auto.resolve(Some(2 << 30)), 0);
         assert_eq!(Shortlist::Auto.resolve(None), 0);
         assert_eq!(Shortlist::Max(0).resolve(Some(1)), 0);
+    }
+
+    #[test]
+    fn after_result_takes_its_names_and_auto_depends_on_the_model_size() {
+        let parse = |t: &str| toml::from_str::<ChatSettings>(t).map(|s| s.after_result);
+        assert_eq!(parse("").unwrap(), AfterResult::Auto);
+        assert_eq!(
+            parse("after_result = \"other-tools\"").unwrap(),
+            AfterResult::OtherTools
+        );
+        assert_eq!(parse("after_result = \"any\"").unwrap(), AfterResult::Any);
+        assert!(parse("after_result = \"none\"").is_err());
+        assert!(AfterResult::Auto.excludes_answered(Some(98 << 20)));
+        assert!(!AfterResult::Auto.excludes_answered(Some(2 << 30)));
+        assert!(!AfterResult::Auto.excludes_answered(None));
+        assert!(AfterResult::OtherTools.excludes_answered(None));
+        assert!(!AfterResult::Any.excludes_answered(Some(1)));
     }
 }

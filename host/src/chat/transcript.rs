@@ -47,6 +47,10 @@ pub struct TurnRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
     pub duration_ms: f64,
+    /// The generations of the turn together: prompt tokens and cached tokens summed over them,
+    /// prefill speed over the tokens actually processed, generation speed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Stats>,
 }
 
 /// One generation and the calls it asked for.
@@ -73,6 +77,9 @@ pub struct RoundRecord {
     /// Whether the round was decoded greedily (`greedy_tool_rounds`: a round that must call
     /// or follows calls).
     pub greedy: bool,
+    /// Tools left out of this round's grammar (they answered already; `after_result`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<String>,
     pub calls: Vec<CallRecord>,
     /// Attempts that were not executed and were handed back to the model.
     pub rejected: Vec<Rejection>,
@@ -89,7 +96,13 @@ pub struct CallRecord {
     pub arguments: serde_json::Value,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub coercions: Vec<Coercion>,
-    pub approval: Verdict,
+    /// Who allowed or denied the call; absent for calls that never reached approval (a
+    /// duplicate, a repeat, the round limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Verdict>,
+    /// Why a call that never reached approval did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Absent when the call did not run (denied, cancelled before it started).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<f64>,
@@ -113,6 +126,10 @@ pub enum CallOutcome {
     Cancelled,
     /// The round limit was reached before it could run.
     NotRun,
+    /// The same call as an earlier one in the same answer, which ran instead.
+    Duplicate,
+    /// The same call as one that already ran this turn; the model answers from its result.
+    Repeat,
 }
 
 #[derive(Debug, Clone, Serialize)]

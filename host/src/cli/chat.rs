@@ -228,6 +228,7 @@ const HELP: &str = "\
 /prompt NAME [k=v …]     put a server's prompt template into the conversation and answer it
 /plugins                 the WebAssembly plugins found and their status
 /roots [add|remove PATH] the directories servers may work in (roots)
+/context                 how much of the model's context window the conversation takes
 /clear                   forget the conversation (the transcript keeps it for /save)
 /save FILE               write the transcript (messages, calls, approvals, results) as JSON
 /exit                    leave (Ctrl-D too)";
@@ -243,6 +244,7 @@ const COMMANDS: &[&str] = &[
     "prompt",
     "plugins",
     "roots",
+    "context",
     "clear",
     "save",
     "exit",
@@ -278,6 +280,10 @@ async fn slash(engine: &mut ChatEngine, config: &crate::config::Config, command:
         "roots" => super::roots_command::run(engine.sessions(), &rest)
             .await
             .map(|()| Flow::Continue),
+        "context" => engine.context_usage().await.map(|usage| {
+            println!("{}", usage.render());
+            Flow::Continue
+        }),
         "clear" => {
             engine.clear();
             println!("{}", dim("(conversation cleared)"));

@@ -80,7 +80,8 @@ pub struct Printer {
     held: String,
     /// Nothing has been printed since the last round or status line: leading whitespace is dropped.
     block_start: bool,
-    last_stats: Option<Stats>,
+    /// Every generation of the turn (a turn of several rounds reports them together).
+    generations: Vec<Stats>,
     calls: usize,
     /// The approval-guard plugins that review every call: an allowed call names them.
     guards: Vec<String>,
@@ -104,7 +105,7 @@ impl Printer {
             at_line_start: true,
             held: String::new(),
             block_start: true,
-            last_stats: None,
+            generations: Vec::new(),
             calls: 0,
             guards: Vec::new(),
             show_reasoning: false,
@@ -239,7 +240,7 @@ impl Printer {
                     "[MCP: {name} was not run, the model is asked to fix it: {error}]"
                 ));
             }
-            ChatEvent::Generated { stats, .. } => self.last_stats = Some(stats.clone()),
+            ChatEvent::Generated { stats, .. } => self.generations.push(stats.clone()),
             ChatEvent::Notice { message } => self.status(format!("[rkmcp: {message}]")),
             ChatEvent::Round { .. } => {
                 self.reasoning_seen = false;
@@ -249,27 +250,41 @@ impl Printer {
         }
     }
 
-    /// Ends the answer's line and prints the last generation's figures, dimmed.
+    /// Ends the answer's line and prints the turn's figures (all its generations), dimmed.
     pub fn finish(mut self) {
         if !self.at_line_start {
             println!();
             self.at_line_start = true;
         }
-        if let Some(s) = &self.last_stats {
+        if !self.generations.is_empty() {
+            let s = Stats::total(&self.generations);
             eprintln!(
                 "{}",
-                dim(&format!(
-                    "rkmcp: prompt {} tok ({:.0} tok/s) · {} tok at {:.1} tok/s · first token {:.0} ms · {} tool call{} · peak RSS {:.0} MiB",
-                    s.prompt_tokens,
-                    s.prefill_tokens_per_s,
-                    s.generated_tokens,
-                    s.tokens_per_s,
-                    s.time_to_first_token_ms,
-                    self.calls,
-                    if self.calls == 1 { "" } else { "s" },
-                    s.peak_rss_mib
-                ))
+                dim(&stats_line(&s, self.generations.len(), self.calls))
             );
         }
     }
+}
+
+/// The figures of a turn: prompt tokens (how many came from the KV cache), prefill speed over
+/// the tokens actually processed, generation speed.
+pub fn stats_line(s: &Stats, generations: usize, calls: usize) -> String {
+    let rounds = if generations > 1 {
+        format!(" over {generations} generations")
+    } else {
+        String::new()
+    };
+    format!(
+        "rkmcp: prompt {} tok{rounds} ({} cached, {} processed at {:.0} tok/s) · {} tok at {:.1} tok/s · first token {:.0} ms · {} tool call{} · peak RSS {:.0} MiB",
+        s.prompt_tokens,
+        s.cached_tokens,
+        s.processed_tokens(),
+        s.prefill_tokens_per_s,
+        s.generated_tokens,
+        s.tokens_per_s,
+        s.time_to_first_token_ms,
+        calls,
+        if calls == 1 { "" } else { "s" },
+        s.peak_rss_mib
+    )
 }

@@ -66,6 +66,10 @@ pub struct GenerateRequest {
     pub stop: Vec<String>,
     /// A GBNF grammar the output must match (backends with [`Capabilities::grammar`]).
     pub grammar: Option<String>,
+    /// An llguidance grammar (Lark syntax, JSON Schemas inline as `%json`) the output must
+    /// match, on backends with [`Capabilities::llguidance`]: used instead of `grammar`, which
+    /// stays the fallback if it does not compile.
+    pub guide: Option<String>,
     /// Tool descriptions as a JSON array, for backends with [`Capabilities::native_tools`].
     pub tools_json: Option<String>,
     /// Overrides the configured sampling temperature for this generation (0: greedy), on
@@ -75,6 +79,11 @@ pub struct GenerateRequest {
     /// Keep what is in the KV cache when this conversation continues the previous one. `false`
     /// processes the whole conversation again.
     pub reuse_cache: bool,
+    /// Texts whose tokens get `prefer_bias` added to their logits in constrained generation
+    /// (the user's message, so a small model copies its values instead of inventing them), on
+    /// backends that sample per generation. Tokens without a letter or digit are left alone.
+    pub prefer: Vec<String>,
+    pub prefer_bias: f32,
 }
 
 impl GenerateRequest {
@@ -119,17 +128,60 @@ pub struct Stats {
     pub time_to_first_token_ms: f64,
     /// Peak resident set size of the process so far, in MiB.
     pub peak_rss_mib: f64,
+    /// What held the output: `gbnf` or `llguidance` (`None`: free generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    /// Tokens whose first choice the constraint rejected, so the vocabulary was masked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub masked_tokens: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Stats {
-    pub(crate) fn finish_rates(&mut self) {
-        let prefilled = self.prompt_tokens.saturating_sub(self.cached_tokens);
+    /// Several generations as one (the rounds of a chat turn): token counts and times summed,
+    /// rates over the sums (prefill over the tokens actually processed), time to first token and
+    /// peak RSS from the first and the last.
+    pub fn total(generations: &[Stats]) -> Stats {
+        let mut t = Stats::default();
+        for (i, g) in generations.iter().enumerate() {
+            t.prompt_tokens += g.prompt_tokens;
+            t.cached_tokens += g.cached_tokens;
+            t.prefill_ms += g.prefill_ms;
+            t.generated_tokens += g.generated_tokens;
+            t.generation_ms += g.generation_ms;
+            if i == 0 {
+                t.time_to_first_token_ms = g.time_to_first_token_ms;
+            }
+            t.peak_rss_mib = t.peak_rss_mib.max(g.peak_rss_mib);
+            t.masked_tokens += g.masked_tokens;
+            if g.constraint.is_some() {
+                t.constraint = g.constraint.clone();
+            }
+        }
+        t.rates();
+        t
+    }
+
+    /// Prefill tokens actually processed (not taken from the KV cache).
+    pub fn processed_tokens(&self) -> u32 {
+        self.prompt_tokens.saturating_sub(self.cached_tokens)
+    }
+
+    fn rates(&mut self) {
         if self.prefill_ms > 0.0 {
-            self.prefill_tokens_per_s = f64::from(prefilled) * 1000.0 / self.prefill_ms;
+            self.prefill_tokens_per_s =
+                f64::from(self.processed_tokens()) * 1000.0 / self.prefill_ms;
         }
         if self.generation_ms > 0.0 {
             self.tokens_per_s = f64::from(self.generated_tokens) * 1000.0 / self.generation_ms;
         }
+    }
+
+    pub(crate) fn finish_rates(&mut self) {
+        self.rates();
         self.peak_rss_mib = crate::peak_rss_mib();
     }
 }
@@ -147,8 +199,13 @@ pub struct Generation {
 pub struct Capabilities {
     /// Honours [`GenerateRequest::grammar`].
     pub grammar: bool,
+    /// Honours [`GenerateRequest::guide`].
+    pub llguidance: bool,
     /// Honours [`GenerateRequest::tools_json`].
     pub native_tools: bool,
+    /// The chat template wraps tool results itself (Qwen's `<tool_response>`): they are fed
+    /// back as the bare body, not in the call format's result markers.
+    pub wraps_tool_results: bool,
 }
 
 /// Describes a loaded backend.
@@ -263,4 +320,48 @@ pub trait Backend: Send {
 
     /// Forgets the KV cache: the next generation processes the whole conversation.
     fn reset(&mut self) -> Result<(), LlmError>;
+
+    /// How many tokens the prompt for `messages` takes. Backends without a tokenizer estimate
+    /// from the rendered text (3 characters a token, on the safe side for English and code).
+    fn count_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
+        Ok(self.render(messages)?.chars().count().div_ceil(3))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turns_stats_rate_prefill_over_the_tokens_processed_not_the_cached_ones() {
+        let first = Stats {
+            prompt_tokens: 400,
+            cached_tokens: 0,
+            prefill_ms: 400.0,
+            generated_tokens: 20,
+            generation_ms: 200.0,
+            time_to_first_token_ms: 450.0,
+            peak_rss_mib: 200.0,
+            ..Stats::default()
+        };
+        let second = Stats {
+            prompt_tokens: 450,
+            cached_tokens: 420,
+            prefill_ms: 50.0,
+            generated_tokens: 10,
+            generation_ms: 100.0,
+            time_to_first_token_ms: 60.0,
+            peak_rss_mib: 210.0,
+            ..Stats::default()
+        };
+        let t = Stats::total(&[first, second]);
+        assert_eq!((t.prompt_tokens, t.cached_tokens), (850, 420));
+        assert_eq!(t.processed_tokens(), 430);
+        // 430 tokens in 450 ms, not the last round's 30 in 50 ms.
+        assert!((t.prefill_tokens_per_s - 430.0 * 1000.0 / 450.0).abs() < 1e-9);
+        assert!((t.tokens_per_s - 100.0).abs() < 1e-9);
+        assert_eq!(t.time_to_first_token_ms, 450.0);
+        assert_eq!(t.peak_rss_mib, 210.0);
+        assert_eq!(Stats::total(&[]), Stats::default());
+    }
 }

@@ -145,7 +145,11 @@ pub fn open_backend(config: &ModelConfig) -> Result<Box<dyn Backend>, LlmError> 
             Ok(Box::new(rkllm::RkllmBackend::load(lib, &model, config)?))
         }
         #[cfg(feature = "llama")]
-        _ => Ok(Box::new(llama::LlamaBackend::load(&model, config)?)),
+        _ => {
+            let backend = llama::LlamaBackend::load(&model, config)?;
+            backend.prepare_guidance();
+            Ok(Box::new(backend))
+        }
         #[cfg(not(feature = "llama"))]
         _ => Err(LlmError::LlamaNotBuilt),
     }
@@ -258,6 +262,14 @@ impl SharedBackend {
         tokio::task::spawn_blocking(move || backend.render(&messages))
             .await
             .map_err(|e| LlmError::Runtime(format!("rendering the prompt failed: {e}")))?
+    }
+
+    /// [`Backend::count_tokens`] on a blocking thread.
+    pub async fn count_tokens(&self, messages: Vec<Message>) -> Result<usize, LlmError> {
+        let backend = Arc::clone(&self.inner).lock_owned().await;
+        tokio::task::spawn_blocking(move || backend.count_tokens(&messages))
+            .await
+            .map_err(|e| LlmError::Runtime(format!("counting tokens failed: {e}")))?
     }
 
     pub async fn reset(&self) -> Result<(), LlmError> {

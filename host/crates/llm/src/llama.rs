@@ -13,8 +13,6 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use llama_cpp_2::token::data::LlamaTokenData;
-use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
 use crate::LlmError;
 use crate::backend::{
@@ -24,6 +22,9 @@ use crate::backend::{
 use crate::config::{ModelConfig, SamplingConfig};
 use crate::template::ChatTemplate;
 use crate::text::{StopScanner, Utf8Assembler};
+
+mod constrain;
+use constrain::{Constraint, Guidance, TokenSampler};
 
 /// llama.cpp's global state may be initialised once per process.
 fn ggml() -> Result<&'static GgmlBackend, LlmError> {
@@ -41,52 +42,6 @@ fn ggml() -> Result<&'static GgmlBackend, LlmError> {
 /// Prompt tokens decoded per `llama_decode` call.
 const BATCH: usize = 512;
 
-/// The sampler chain plus an optional grammar, applied the way llama.cpp's own sampler does it:
-/// sample without the grammar first and check only the chosen token against it; apply the
-/// grammar to the whole vocabulary only when that token is rejected. A grammar over ~49k
-/// candidates on every token made constrained generation ~100× slower than free generation.
-struct TokenSampler {
-    chain: LlamaSampler,
-    grammar: Option<LlamaSampler>,
-}
-
-impl TokenSampler {
-    fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32, eos: LlamaToken) -> LlamaToken {
-        let Some(grammar) = self.grammar.as_mut() else {
-            return self.chain.sample(ctx, idx);
-        };
-        let mut candidates = ctx.token_data_array_ith(idx);
-        candidates.apply_sampler(&mut self.chain);
-        let mut token = candidates.selected_token();
-        if let Some(t) = token {
-            let mut single =
-                LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
-            single.apply_sampler(grammar);
-            if single
-                .data
-                .first()
-                .is_none_or(|d| d.logit() == f32::NEG_INFINITY)
-            {
-                token = None;
-            }
-        }
-        let token = match token {
-            Some(t) => t,
-            None => {
-                let mut candidates = ctx.token_data_array_ith(idx);
-                candidates.apply_sampler(grammar);
-                candidates.apply_sampler(&mut self.chain);
-                // Every token rejected cannot happen with a grammar that has a next step; end
-                // the turn rather than panic if it does.
-                candidates.selected_token().unwrap_or(eos)
-            }
-        };
-        grammar.accept(token);
-        self.chain.accept(token);
-        token
-    }
-}
-
 pub struct LlamaBackend {
     // Field order matters: the context borrows the model and must be dropped first.
     ctx: LlamaContext<'static>,
@@ -100,6 +55,8 @@ pub struct LlamaBackend {
     threads: u32,
     /// Rendered in front of prompts when the template does not add it itself.
     bos_text: String,
+    /// llguidance's parser factory for this vocabulary (built on first use).
+    guidance: Guidance,
 }
 
 impl std::fmt::Debug for LlamaBackend {
@@ -179,7 +136,16 @@ impl LlamaBackend {
             n_ctx,
             threads,
             bos_text,
+            guidance: Guidance::default(),
         })
+    }
+
+    /// Builds llguidance's view of the vocabulary now rather than in the first constrained
+    /// round (the chat start does it while the servers start).
+    pub fn prepare_guidance(&self) {
+        if let Err(err) = self.guidance.factory(&self.model) {
+            tracing::warn!("llguidance is unavailable, grammars fall back to GBNF: {err}");
+        }
     }
 
     pub fn template(&self) -> &ChatTemplate {
@@ -202,18 +168,39 @@ impl LlamaBackend {
         tokens
     }
 
+    /// The sampler for `sampling`, held to `guide` (llguidance) if it compiles, else to
+    /// `grammar` (GBNF).
     fn sampler(
         &self,
         sampling: &SamplingConfig,
         grammar: Option<&str>,
+        guide: Option<&str>,
     ) -> Result<TokenSampler, LlmError> {
-        let grammar = match grammar {
-            Some(g) => Some(LlamaSampler::grammar(&self.model, g, "root").map_err(|e| {
-                LlmError::Request(format!(
-                    "invalid GBNF grammar ({e}); the start rule must be `root`"
-                ))
-            })?),
+        let guided = match guide {
+            Some(lark) => match self.guidance.compile(&self.model, lark) {
+                Ok(m) => Some(Constraint::Guide(Box::new(m))),
+                Err(err) if grammar.is_some() => {
+                    tracing::warn!("the llguidance grammar does not compile, using GBNF: {err}");
+                    None
+                }
+                Err(err) => {
+                    return Err(LlmError::Request(format!(
+                        "invalid llguidance grammar: {err}"
+                    )));
+                }
+            },
             None => None,
+        };
+        let constraint = match (guided, grammar) {
+            (Some(c), _) => Some(c),
+            (None, Some(g)) => Some(Constraint::Gbnf(
+                LlamaSampler::grammar(&self.model, g, "root").map_err(|e| {
+                    LlmError::Request(format!(
+                        "invalid GBNF grammar ({e}); the start rule must be `root`"
+                    ))
+                })?,
+            )),
+            (None, None) => None,
         };
         let mut chain = Vec::new();
         let s = sampling;
@@ -247,8 +234,35 @@ impl LlamaBackend {
         }
         Ok(TokenSampler {
             chain: LlamaSampler::chain_simple(chain),
-            grammar,
+            constraint,
+            masked: 0,
+            bias: Vec::new(),
+            bias_value: 0.0,
         })
+    }
+
+    /// The tokens of `texts` (whole, and word by word as they start a JSON string) that have a
+    /// letter or digit, sorted.
+    fn prefer_tokens(&self, texts: &[String]) -> Vec<LlamaToken> {
+        let vocab = self.model.vocab();
+        let mut out = Vec::new();
+        for text in texts {
+            let pieces = std::iter::once(text.as_str()).chain(
+                text.split(|c: char| c.is_whitespace() || "\"'?!,;:()".contains(c))
+                    .filter(|w| !w.is_empty()),
+            );
+            for piece in pieces {
+                out.extend(vocab.tokenize(piece.as_bytes(), false, false));
+            }
+        }
+        out.sort();
+        out.dedup();
+        out.retain(|&t| {
+            String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))
+                .chars()
+                .any(char::is_alphanumeric)
+        });
+        out
     }
 
     fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), LlmError> {
@@ -267,7 +281,9 @@ impl Backend for LlamaBackend {
             context_length: self.n_ctx,
             capabilities: Capabilities {
                 grammar: true,
+                llguidance: true,
                 native_tools: false,
+                wraps_tool_results: self.template.wraps_tool_results(),
             },
             detail: format!("llama.cpp on CPU, {} threads", self.threads),
         }
@@ -329,7 +345,15 @@ impl Backend for LlamaBackend {
         if let Some(t) = request.temperature.filter(|t| t.is_finite() && *t >= 0.0) {
             sampling.temperature = t;
         }
-        let mut sampler = self.sampler(&sampling, request.grammar.as_deref())?;
+        let mut sampler = self.sampler(
+            &sampling,
+            request.grammar.as_deref(),
+            request.guide.as_deref(),
+        )?;
+        if sampler.constraint.is_some() && request.prefer_bias != 0.0 {
+            sampler.bias = self.prefer_tokens(&request.prefer);
+            sampler.bias_value = request.prefer_bias;
+        }
         let mut batch = LlamaBatch::new(BATCH, 1);
         let prefill_start = Instant::now();
         let mut pos = keep;
@@ -413,6 +437,8 @@ impl Backend for LlamaBackend {
             time_to_first_token_ms: first_text
                 .map(|t| (t - started).as_secs_f64() * 1000.0)
                 .unwrap_or_default(),
+            constraint: sampler.constraint.as_ref().map(|c| c.name().to_string()),
+            masked_tokens: sampler.masked,
             ..Stats::default()
         };
         stats.finish_rates();
@@ -431,5 +457,9 @@ impl Backend for LlamaBackend {
         self.ctx.clear_kv_cache();
         self.cached.clear();
         Ok(())
+    }
+
+    fn count_tokens(&self, messages: &[Message]) -> Result<usize, LlmError> {
+        Ok(self.tokenize(&self.template.render(messages, true)?).len())
     }
 }

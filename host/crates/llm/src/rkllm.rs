@@ -403,7 +403,12 @@ impl Backend for RkllmBackend {
             context_length: self.config.context_length.unwrap_or(4096),
             capabilities: Capabilities {
                 grammar: false,
+                llguidance: false,
                 native_tools: lib.has_function_tools(),
+                wraps_tool_results: self
+                    .template
+                    .as_ref()
+                    .is_some_and(ChatTemplate::wraps_tool_results),
             },
             detail: format!("runtime {} ({})", lib.path.display(), lib.describe()),
         }

@@ -255,6 +255,12 @@ impl ChatTemplate {
         }
     }
 
+    /// Whether the template wraps tool results in markers of its own (Qwen's
+    /// `<tool_response>`), so they are passed as the bare result.
+    pub fn wraps_tool_results(&self) -> bool {
+        self.family() == Some(Builtin::Qwen)
+    }
+
     /// The family, for end-of-turn markers.
     pub fn family(&self) -> Option<Builtin> {
         match self {

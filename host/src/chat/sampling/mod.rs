@@ -166,8 +166,13 @@ impl Sampler {
         request.max_new_tokens = Some(prepared.max_tokens);
         request.temperature = prepared.temperature;
         request.stop = prepared.stop.clone();
-        request.grammar =
-            prompt::grammar_for_round(&settings, &plan, info.capabilities.grammar, 1, false).0;
+        let state = super::round::RoundState {
+            round: 1,
+            ..Default::default()
+        };
+        let round = super::round::plan_round(&settings, &plan, info.capabilities, &state);
+        request.grammar = round.grammar;
+        request.guide = round.guide;
         if native {
             request.tools_json = prompt::native_tools_json(&settings, &plan);
         }

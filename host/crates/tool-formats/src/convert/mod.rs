@@ -1,5 +1,5 @@
-//! Converters: MCP tool definitions to prompt sections, RKLLM function-tool JSON, JSON Schema and
-//! llama.cpp GBNF grammars; MCP tool results to text in each format.
+//! Converters: MCP tool definitions to prompt sections, RKLLM function-tool JSON, JSON Schema,
+//! llama.cpp GBNF and llguidance (Lark) grammars; MCP tool results to text in each format.
 
 use std::fmt;
 use std::str::FromStr;
@@ -10,9 +10,11 @@ use serde_json::{Map, Value, json};
 use crate::ToolFormat;
 
 mod gbnf;
+mod lark;
 mod result;
 
 pub use gbnf::{GrammarMode, gbnf_grammar, gbnf_grammar_with, json_schema_for_calls};
+pub use lark::{close_objects, lark_grammar_with};
 pub use result::{
     CallToolResultLike, ContentItem, DEFAULT_RESULT_LIMIT, EmbeddedResource, ResultOptions,
     format_tool_result, format_tool_result_with, result_body, truncate_text_content,
