@@ -157,8 +157,12 @@ impl Form {
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let fields = properties
-            .iter()
+        // Fields in the order of their names, as before serde_json kept object order
+        // (`preserve_order`, which llguidance turns on).
+        let mut sorted: Vec<(&String, &Value)> = properties.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        let fields = sorted
+            .into_iter()
             .map(|(name, prop)| field(name, prop, required.contains(&name.as_str())))
             .collect::<Result<_, _>>()?;
         Ok(Form {

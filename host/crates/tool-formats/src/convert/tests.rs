@@ -133,9 +133,11 @@ fn prompt_styles_render_tools() {
         compact_signature(&t[0]),
         "get_weather(city: string, days?: integer, unit?: \"celsius\"|\"fahrenheit\") — Get the current weather for a city."
     );
+    // Parameters in the schema's own order (serde_json keeps object order: llguidance turns
+    // on its `preserve_order`).
     assert_eq!(
         compact_signature(&t[1]),
-        "search.files(any?: any, exact?: boolean, filter?: object, limit?: number, query?: string|null, tags?: array<string>)"
+        "search.files(query?: string|null, tags?: array<string>, limit?: number, exact?: boolean, filter?: object, any?: any)"
     );
     let compact = render_tool_section(PromptStyle::Compact, &t);
     assert!(compact.lines().count() < 10, "{compact}");
