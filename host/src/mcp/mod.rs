@@ -23,9 +23,9 @@ pub mod session;
 pub mod sse;
 pub mod stdio_transport;
 pub mod tap;
-pub mod watchdog;
 pub mod tasks;
 pub mod url_wait;
+pub mod watchdog;
 
 pub use client_requests::{ClientRequests, NonInteractive};
 pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};

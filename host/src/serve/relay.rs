@@ -30,10 +30,13 @@ pub enum Ask {
     ),
 }
 
+/// One call in flight: its number and where the server's questions for it go.
+type CallSlot = (u64, mpsc::Sender<Ask>);
+
 /// The calls in flight per server: a server's request goes to the newest one.
 #[derive(Default)]
 pub struct InFlight {
-    calls: Mutex<HashMap<String, Vec<(u64, mpsc::Sender<Ask>)>>>,
+    calls: Mutex<HashMap<String, Vec<CallSlot>>>,
     next: AtomicU64,
 }
 
