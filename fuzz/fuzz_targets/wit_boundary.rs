@@ -26,7 +26,9 @@ fuzz_target!(|input: (Vec<(u8, String, String, String)>, String)| {
             _ => boundary::malformed(a, b),
         };
         match e {
-            DetectorEvent::Text(t) => assert!(is_clean(&t), "{t:?}"),
+            DetectorEvent::Text(t) | DetectorEvent::Reasoning(t) => {
+                assert!(is_clean(&t), "{t:?}")
+            }
             DetectorEvent::ToolCall(call) => {
                 assert!(call.arguments.is_object());
                 assert!(is_clean(&call.name) && !call.name.contains('\n'));
