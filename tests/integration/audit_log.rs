@@ -9,15 +9,6 @@ const HEADER_SECRET: &str = "s3cr3t-header-token";
 const ARG_SECRET: &str = "s3cr3t-password-arg";
 const FLAG_SECRET: &str = "s3cr3t-flag-token";
 
-fn python() -> String {
-    let venv = deps().join("venv/bin/python3");
-    if venv.exists() {
-        venv.display().to_string()
-    } else {
-        "python3".into()
-    }
-}
-
 fn config_text(audit: &str) -> String {
     let script = repo().join("tests/servers/hostile_server.py");
     let port = free_port();

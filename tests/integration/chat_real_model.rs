@@ -14,16 +14,18 @@ const FIXTURE: &str = env!("CARGO_BIN_EXE_rkmcp-fixture-server");
 /// question but does not know that Tokyo is "Asia/Tokyo" (it asks for "UTC").
 const TOKYO: &str = "What is the current time in the Asia/Tokyo timezone?";
 
+/// When the time server's clock stands still. Greedy decoding alone did not make these tests
+/// repeatable: the tiny model copies some timestamps and garbles others (at 20:20 Tokyo time on
+/// 2026-11-24 it answered "2019-08-31T20:45:56"), so with the wall clock they failed by the hour.
+const STOPPED_AT: &str = "2031-05-17T03:42:08Z";
+
 /// Flags that make the model repeatable and cheap on CI's two cores.
 const GREEDY: &[&str] = &["--temperature", "0", "--threads", "1", "--ctx", "2048"];
 
 fn time_config(home: &std::path::Path) -> String {
-    let toml = stdio_entry(
-        "time",
-        &time_server().display().to_string(),
-        &["--local-timezone".to_string(), "UTC".to_string()],
-        "",
-    );
+    // A stopped clock: the answer then depends on nothing but the code (see time_at.py).
+    let (python, args) = time_server_at(STOPPED_AT, &["--local-timezone", "UTC"]);
+    let toml = stdio_entry("time", &python, &args, "");
     write(home, "rkmcp.toml", &toml).display().to_string()
 }
 
@@ -121,7 +123,10 @@ fn assert_tokyo_answered_from_the_time_server(report: &Value) {
     let result: Value = serde_json::from_str(result_text)
         .unwrap_or_else(|e| panic!("the time server's result is not JSON ({e}): {result_text}"));
     let datetime = result["datetime"].as_str().unwrap_or_default();
-    assert!(datetime.ends_with("+09:00"), "{result:#}");
+    assert_eq!(
+        datetime, "2031-05-17T12:42:08+09:00",
+        "the stopped clock, in Tokyo"
+    );
     // What the model was given back contains the server's answer.
     assert!(
         call["fed_back"].as_str().unwrap_or("").contains(datetime),

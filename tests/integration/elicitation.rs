@@ -136,8 +136,35 @@ fn esc_cancels_the_form_and_a_bad_answer_is_asked_again() {
     assert_eq!(tool_json(&output)["action"], "cancel", "{output}");
 }
 
+/// server-everything (TypeScript SDK) has 2025-11-25 tasks, but its tools do not declare
+/// `execution.taskSupport`. rkmcp once called every tool of such a server as a task: the server
+/// ran the tool (and its form) anyway, failed the call, and rkmcp's plain retry ran it again, so
+/// every form was asked twice. A tool runs once.
 #[test]
-#[ignore = "since 2026-11-24 10:20 server-everything asks a second time after the form is sent (passed at d4a6193 the same day); see the session-22 note"]
+fn a_tool_of_a_server_with_tasks_runs_once_when_it_does_not_offer_tasks() {
+    let home = tempfile::tempdir().unwrap();
+    let config = everything_config(home.path());
+    let out = run_rkmcp(
+        home.path(),
+        &[
+            "--config",
+            &config,
+            "--accept-defaults",
+            "tools",
+            "call",
+            "everything/trigger-elicitation-request",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("server `everything` asked").count(),
+        1,
+        "the form was asked for more than once: {err}"
+    );
+    assert!(stdout(&out).contains("declined"), "{}", stdout(&out));
+}
+
+#[test]
 fn server_everything_elicitation_is_answered_at_the_terminal() {
     let home = tempfile::tempdir().unwrap();
     let config = everything_config(home.path());

@@ -9,15 +9,6 @@ use rkmcp::mcp::SessionManager;
 use rkmcp_tests::*;
 use serde_json::json;
 
-fn python() -> String {
-    let venv = deps().join("venv/bin/python3");
-    if venv.exists() {
-        venv.display().to_string()
-    } else {
-        "python3".into()
-    }
-}
-
 fn script() -> String {
     repo()
         .join("tests/servers/hostile_server.py")

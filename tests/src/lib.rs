@@ -61,6 +61,31 @@ pub fn time_server() -> PathBuf {
     require(deps().join("venv/bin/mcp-server-time"))
 }
 
+/// The Python of the test servers' virtualenv (PyPI `mcp` and `mcp-server-time` are there).
+pub fn python() -> String {
+    let venv = deps().join("venv/bin/python3");
+    if venv.exists() {
+        venv.display().to_string()
+    } else {
+        "python3".into()
+    }
+}
+
+/// Command and arguments of the real `mcp-server-time` with its clock stopped at `utc_instant`
+/// (tests/servers/time_at.py): a greedy model then gets the same result on every run.
+pub fn time_server_at(utc_instant: &str, server_args: &[&str]) -> (String, Vec<String>) {
+    require(time_server());
+    let mut args = vec![
+        repo()
+            .join("tests/servers/time_at.py")
+            .display()
+            .to_string(),
+        utc_instant.to_string(),
+    ];
+    args.extend(server_args.iter().map(|a| a.to_string()));
+    (python(), args)
+}
+
 /// A binary built in the same target directory as the running test
 /// (`target/release/deps/test-xxxx` → `target/release/NAME`).
 pub fn built_binary(name: &str) -> PathBuf {

@@ -7,6 +7,50 @@
 use rmcp::model::{ListToolsResult, Tool};
 use serde_json::Value;
 
+/// Where a tool's 2025-11-25 `execution.taskSupport` is kept once rmcp has read the tool.
+/// rmcp 3.11 has no field for it and drops it, yet a client must not ask for a task unless the
+/// tool says "optional" or "required" (a TypeScript-SDK server runs the tool anyway and then
+/// fails the call, so asking wrongly runs it twice). `_meta` survives rmcp's parse.
+pub const TASK_SUPPORT_META: &str = "io.github.rkmcp/taskSupport";
+
+/// Copies each listed tool's `execution.taskSupport` into its `_meta` under
+/// [`TASK_SUPPORT_META`], in a raw JSON-RPC message, before rmcp reads it. Other messages are
+/// left alone.
+pub fn keep_task_support(message: &mut Value) {
+    let Some(tools) = message
+        .get_mut("result")
+        .and_then(|r| r.get_mut("tools"))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
+        let Some(support) = tool
+            .get("execution")
+            .and_then(|e| e.get("taskSupport"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        let meta = tool
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(TASK_SUPPORT_META.into(), Value::String(support));
+        }
+    }
+}
+
+/// Whether `tool` may be called as a 2025-11-25 task: it said so (see [`keep_task_support`]).
+pub fn allows_tasks(tool: &Tool) -> bool {
+    tool.meta
+        .as_ref()
+        .and_then(|m| m.get(TASK_SUPPORT_META))
+        .and_then(Value::as_str)
+        .is_some_and(|s| s == "optional" || s == "required")
+}
+
 /// A tool left out, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DroppedTool {
@@ -79,6 +123,46 @@ fn kind(v: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn task_support_survives_rmcps_parse_and_only_optional_or_required_allow_tasks() {
+        let line = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [
+            {"name": "slow", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
+            {"name": "must", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"},
+             "_meta": {"vendor/x": 1}},
+            {"name": "never", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "forbidden"}},
+            {"name": "plain", "inputSchema": {"type": "object"}}
+        ]}});
+        let decoded = crate::mcp::framing::decode_line(line.to_string().as_bytes());
+        let crate::mcp::framing::Decoded::Message(message) = decoded else {
+            panic!("not decoded: {decoded:?}");
+        };
+        let rmcp::model::JsonRpcMessage::Response(response) = *message else {
+            panic!("not a response");
+        };
+        let rmcp::model::ServerResult::ListToolsResult(list) = response.result else {
+            panic!("not a tool list");
+        };
+        let allowed: Vec<(&str, bool)> = list
+            .tools
+            .iter()
+            .map(|t| (t.name.as_ref(), allows_tasks(t)))
+            .collect();
+        assert_eq!(
+            allowed,
+            [
+                ("slow", true),
+                ("must", true),
+                ("never", false),
+                ("plain", false)
+            ]
+        );
+        let must = &list.tools[1];
+        assert_eq!(
+            must.meta.as_ref().and_then(|m| m.get("vendor/x")),
+            Some(&json!(1))
+        );
+    }
 
     #[test]
     fn bad_tools_are_dropped_and_named() {

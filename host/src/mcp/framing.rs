@@ -161,6 +161,15 @@ pub fn decode_line(line: &[u8]) -> Decoded {
             });
         }
     };
+    // Only a tool list can carry `taskSupport`; other lines are read once, straight.
+    if text.contains("\"taskSupport\"")
+        && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text)
+    {
+        super::decode::keep_task_support(&mut value);
+        if let Ok(message) = serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value) {
+            return Decoded::Message(Box::new(message));
+        }
+    }
     match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(text) {
         Ok(message) => Decoded::Message(Box::new(message)),
         Err(err) => {

@@ -74,7 +74,9 @@ pub async fn set(session: &Session, uri: &str, on: bool) -> Result<(), SessionEr
     let uri = uri.to_string();
     tokio::spawn(async move {
         loop {
+            // Biased: once unsubscribed, an update that is also ready must not be forwarded.
             let next = tokio::select! {
+                biased;
                 _ = stop.cancelled() => {
                     let _ = subscription.cancel().await;
                     return;

@@ -149,6 +149,8 @@ struct SessionHandler {
     requests: Arc<dyn ClientRequests>,
     /// The version offered in `initialize` (when that handshake is used).
     initialize_version: ProtocolVersion,
+    /// The session's subscribed resources (shared with [`Session`]).
+    subscribed: Arc<Mutex<std::collections::BTreeSet<String>>>,
 }
 
 impl SessionHandler {
@@ -201,6 +203,10 @@ impl SessionHandler {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl ClientHandler for SessionHandler {
     fn get_info(&self) -> InitializeRequestParams {
         // rmcp defaults to 2026-07-28, which has no `initialize` handshake; `initialize` offers
@@ -240,6 +246,14 @@ impl ClientHandler for SessionHandler {
         params: ResourceUpdatedNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        // Only resources subscribed to now. A server may still send an update it had under way
+        // when the client unsubscribed (on 2026-07-28, rmcp hands a closed listen stream's late
+        // update to this handler, its stream tag already removed).
+        let subscribed = lock(&self.subscribed).contains(&params.uri);
+        if !subscribed {
+            tracing::debug!(server = %self.server, uri = %params.uri, "update of a resource not subscribed to, dropped");
+            return;
+        }
         let _ = self.events.send(SessionEvent::ResourceUpdated {
             server: self.server.clone(),
             uri: params.uri,
@@ -396,7 +410,7 @@ pub struct Session {
     /// Health as the monitor last saw it (see [`super::health`]).
     health: Mutex<super::health::HealthState>,
     /// Resources subscribed to, re-subscribed after a restart.
-    subscriptions: Mutex<std::collections::BTreeSet<String>>,
+    subscriptions: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// Where the session's messages are recorded (`[audit]`); kept for restarts.
     audit: Option<Arc<crate::audit::AuditLog>>,
     /// What this connection knows about tasks ([`super::tasks`]).
@@ -432,6 +446,7 @@ impl Session {
         let started = Instant::now();
         let (events, _) = broadcast::channel(256);
         let catalog = Arc::new(RwLock::new(Catalog::default()));
+        let subscriptions = Arc::new(Mutex::default());
         let handler = SessionHandler {
             server: config.name.clone(),
             catalog: catalog.clone(),
@@ -439,6 +454,7 @@ impl Session {
             request_timeout: config.request_timeout,
             requests: requests.clone(),
             initialize_version: negotiate::initialize_version(&config.protocol),
+            subscribed: Arc::clone(&subscriptions),
         };
         let live = open(config, log_dir, plugins, handler, audit.clone()).await?;
         let restartable = !matches!(config.transport, TransportKind::Plugin(_));
@@ -452,7 +468,7 @@ impl Session {
             requests,
             epoch: AtomicU32::new(0),
             health: Mutex::new(super::health::HealthState::new(restartable)),
-            subscriptions: Mutex::default(),
+            subscriptions,
             audit,
             tasks: Default::default(),
             listeners: Default::default(),
@@ -478,6 +494,7 @@ impl Session {
             request_timeout: self.config.request_timeout,
             requests: self.requests.clone(),
             initialize_version: negotiate::initialize_version(&self.config.protocol),
+            subscribed: Arc::clone(&self.subscriptions),
         };
         let live = Arc::new(
             open(
@@ -522,12 +539,13 @@ impl Session {
                 message: "the server does not offer resource subscriptions".into(),
             });
         }
-        self.send_subscribe(uri, true).await?;
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(uri.to_string());
-        Ok(())
+        // Recorded first: an update may arrive before the server's answer to the subscription.
+        let added = lock(&self.subscriptions).insert(uri.to_string());
+        let sent = self.send_subscribe(uri, true).await;
+        if sent.is_err() && added {
+            lock(&self.subscriptions).remove(uri);
+        }
+        sent
     }
 
     /// `resources/unsubscribe`.

@@ -12,8 +12,11 @@
 //!   and the answers are read from their JSON. rmcp also drops the 2025-11-25 `tasks` server
 //!   capability and a tool's `execution.taskSupport` while parsing, so whether a server has tasks
 //!   is asked once per connection (a `tasks/get` for an unknown id: "invalid params" means the
-//!   method exists, "method not found" that it does not), and a tool the server refuses to run
-//!   as a task (-32601/-32602) is called plainly and remembered.
+//!   method exists, "method not found" that it does not). Only tools whose listing says
+//!   `execution.taskSupport` "optional"/"required" are called as tasks (the spec's rule; the
+//!   field is kept for rkmcp in the tool's `_meta`, see `decode::keep_task_support`, which
+//!   stdio servers' lists pass through). A tool the server still refuses to run as a task
+//!   (-32601/-32602) is called plainly and remembered.
 //! - **2026-07-28** (the `io.modelcontextprotocol/tasks` extension, SEP-2663): rkmcp declares the
 //!   extension; a server that declares it too may answer `tools/call` with `resultType: "task"`.
 //!   `tasks/get` carries the result or error inline and the input requests of an
@@ -152,7 +155,15 @@ pub async fn api_for(session: &Session, tool: &str) -> Option<TaskApi> {
             .is_some_and(|info| info.capabilities.supports_tasks());
         return declared.then_some(TaskApi::Extension);
     }
-    if lock(&session.tasks.plain_tools).contains(tool) {
+    // 2025-11-25: only a tool that declares `execution.taskSupport` may be called as a task
+    // (read from stdio servers' lists; see `decode::keep_task_support`). Asking anyway made a
+    // TypeScript-SDK server run the tool, fail the call, and run it again on the plain retry.
+    let declared = session
+        .catalog()
+        .tools
+        .iter()
+        .any(|t| t.name == tool && super::decode::allows_tasks(t));
+    if !declared || lock(&session.tasks.plain_tools).contains(tool) {
         return None;
     }
     supports_core_tasks(session)

@@ -357,7 +357,7 @@ fn hermes_grammar_accepts_valid_calls_and_answers_only() {
         r#"<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>"#,
         "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par\\\"is\", \"days\": 3, \"unit\": \"celsius\"}}\n</tool_call>",
         r#"<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "fahrenheit"}}</tool_call>"#,
-        r#"<tool_call>{"name": "search", "arguments": {}}</tool_call><tool_call>{"name": "search", "arguments": {"exact": false, "limit": -1.5e3, "note": null, "tags": ["a", "b"]}}</tool_call>"#,
+        r#"<tool_call>{"name": "search", "arguments": {}}</tool_call><tool_call>{"name": "search", "arguments": {"tags": ["a", "b"], "limit": -1.5e3, "exact": false, "note": null}}</tool_call>"#,
         r#"<tool_call>{"name": "search", "arguments": {"limit": 2}}</tool_call>"#,
         "It is sunny in Paris.",
         "Sure! Use <b>bold</b>.",

@@ -274,7 +274,8 @@ pub(crate) const FUNCTION_TAGS: [Block; 2] = [
         start: "<function=",
         end: End::Finder {
             find: function_end,
-            closers: ">",
+            // A JSON body can end on any character (`json_or_marker_end`).
+            closers: "",
         },
         parse: qwen_bare_function,
     },
@@ -282,7 +283,8 @@ pub(crate) const FUNCTION_TAGS: [Block; 2] = [
         start: "<function name=",
         end: End::Finder {
             find: function_end,
-            closers: ">",
+            // A JSON body can end on any character (`json_or_marker_end`).
+            closers: "",
         },
         parse: function_name_attr,
     },

@@ -116,7 +116,8 @@ pub(crate) static GLM: &[Block] = &[Block {
     start: "<tool_call>",
     end: End::Finder {
         find: glm_end,
-        closers: ">",
+        // A JSON body can end on any character (`json_or_marker_end`): re-run on every chunk.
+        closers: "",
     },
     parse: glm_call,
 }];

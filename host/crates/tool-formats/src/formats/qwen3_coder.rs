@@ -39,7 +39,8 @@ pub(crate) static QWEN3_CODER: &[Block] = &[
         start: "<tool_call>",
         end: End::Finder {
             find: qwen_end,
-            closers: ">",
+            // A JSON body can end on any character (`json_or_marker_end`): re-run on every chunk.
+            closers: "",
         },
         parse: qwen_functions,
     },

@@ -88,7 +88,8 @@ pub(crate) static TOOL_CALL_XML: &[Block] = &[
         start: "<tool_call ",
         end: End::Finder {
             find: xml_end,
-            closers: ">",
+            // A JSON body can end on any character (`json_or_marker_end`).
+            closers: "",
         },
         parse: xml_call,
     },
@@ -96,7 +97,8 @@ pub(crate) static TOOL_CALL_XML: &[Block] = &[
         start: "<tool_call\n",
         end: End::Finder {
             find: xml_end,
-            closers: ">",
+            // A JSON body can end on any character (`json_or_marker_end`).
+            closers: "",
         },
         parse: xml_call,
     },
