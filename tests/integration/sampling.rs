@@ -302,10 +302,7 @@ fn chat_on_terminal(home: &std::path::Path, args: &[&str]) -> rexpect::session::
     .expect("cannot start rkmcp chat on a pseudo-terminal")
 }
 
-// First run (09:17): the model's call was cut off at --max-tokens 48 before the sampling request;
-// the budget is raised and the message shortened, not yet re-run (no build time left).
 #[test]
-#[ignore = "re-run after raising the token budget: cargo test --release --test integration -- --ignored sampling::in_chat_at_a_terminal"]
 fn in_chat_at_a_terminal_sampling_is_approved_then_its_answer_is_sent() {
     const ENTER: &str = "\r";
     let home = tempfile::tempdir().unwrap();

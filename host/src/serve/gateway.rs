@@ -15,8 +15,8 @@ use rmcp::model::{
     ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    RequestMetaObject, Resource, ResourceTemplate, ResultType, ServerCapabilities,
-    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    Resource, ResourceTemplate, ResultType, ServerCapabilities, SetLevelRequestParams,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -275,19 +275,25 @@ impl Gateway {
             .as_ref()
             .and_then(|m| m.get_progress_token())
             .or_else(|| context.meta.get_progress_token());
-        let ours = relay::fresh_token();
-        // Only the progress token travels on: the client's other `_meta` describes its own
-        // connection to the gateway, not the gateway's to the server.
-        let meta = RequestMetaObject::with_progress_token(ours.clone());
-        forwarded.meta = Some(meta);
+        // None of the client's `_meta` travels on: it describes the client's connection to the
+        // gateway, not the gateway's to the server. rmcp gives the request its own progress
+        // token; the server's progress under it goes back under the client's.
+        forwarded.meta = None;
+        let what = format!("calling tool `{tool}`");
         let peer = session.peer();
-        let response = relay::relay(
+        // Listening before the call goes out: its first progress may come at once.
+        let events = session.subscribe();
+        let (ours, answer) = relay::send_tool_call(&peer, forwarded)
+            .await
+            .map_err(|e| relay::service_error(session.name(), &what, e))?;
+        let response = relay::relay_with_events(
             &session,
+            events,
             context,
             &self.shared.inflight,
-            &format!("calling tool `{tool}`"),
+            &what,
             theirs.map(|t| (ours, t)),
-            peer.call_tool_once(forwarded),
+            answer,
         )
         .await?;
         Ok(match response {
@@ -485,7 +491,6 @@ impl ServerHandler for Gateway {
                     &context,
                     &self.shared.inflight,
                     &format!("reading resource `{own}`"),
-                    None,
                     peer.read_resource_once(forwarded),
                 )
                 .await?;
@@ -613,7 +618,6 @@ impl ServerHandler for Gateway {
                     &context,
                     &self.shared.inflight,
                     &format!("getting prompt `{}`", found.prompt.name),
-                    None,
                     peer.get_prompt_once(forwarded),
                 )
                 .await?;
@@ -676,7 +680,6 @@ impl ServerHandler for Gateway {
                     &context,
                     &self.shared.inflight,
                     "completion",
-                    None,
                     peer.complete(forwarded),
                 )
                 .await?;

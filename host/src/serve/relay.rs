@@ -9,11 +9,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    LoggingMessageNotificationParam, NumberOrString, ProgressToken,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
+    CancelledNotificationParam, ClientRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, LoggingMessageNotificationParam, ProgressToken, RequestId,
+    ServerResult,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer};
+use rmcp::service::{PeerRequestOptions, RequestContext};
+use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::mcp::{Session, SessionEvent};
@@ -84,17 +86,95 @@ impl Drop for Registration<'_> {
     }
 }
 
-/// A progress token for the server, unique in this process.
-pub fn fresh_token() -> ProgressToken {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    ProgressToken(NumberOrString::String(format!("rkmcp-serve-{n}").into()))
+/// Sends one `tools/call` to a server and returns the progress token it went out with, and the
+/// call's answer to await. rmcp gives every request its own progress token, whatever the caller
+/// put in `_meta`, so the token that the server's progress will carry is known only once the
+/// request is sent. Dropping the answer before it arrives cancels the server's request (as
+/// rmcp's own `call_tool_once` does).
+pub async fn send_tool_call(
+    peer: &Peer<RoleClient>,
+    params: CallToolRequestParams,
+) -> Result<
+    (
+        ProgressToken,
+        impl Future<Output = Result<CallToolResponse, rmcp::ServiceError>> + use<>,
+    ),
+    rmcp::ServiceError,
+> {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await?;
+    let token = handle.progress_token.clone();
+    let mut guard = CancelOnDrop {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let answer = async move {
+        let result = handle.await_response().await;
+        guard.disarm();
+        match result? {
+            ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+            ServerResult::InputRequiredResult(result) => {
+                Ok(CallToolResponse::InputRequired(result))
+            }
+            ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
+            // rmcp reads a result without content (`{}`) as an empty result.
+            ServerResult::EmptyResult(_) => Ok(CallToolResponse::Complete(
+                CallToolResult::success(Vec::new()),
+            )),
+            _ => Err(rmcp::ServiceError::UnexpectedResponse),
+        }
+    };
+    Ok((token, answer))
 }
 
-/// Runs `request` against `session` for the client of `ctx`. `progress`: (the token given to
-/// the server, the client's own token).
+/// Tells the server a request is abandoned, unless its answer came.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        let params = CancelledNotificationParam::new(
+            Some(id),
+            Some("cancelled by the gateway's client".into()),
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
+    }
+}
+
+/// Runs `request` against `session` for the client of `ctx`.
 pub async fn relay<T>(
     session: &Session,
+    ctx: &RequestContext<RoleServer>,
+    inflight: &InFlight,
+    what: &str,
+    request: impl Future<Output = Result<T, rmcp::ServiceError>>,
+) -> Result<T, ErrorData> {
+    let events = session.subscribe();
+    relay_with_events(session, events, ctx, inflight, what, None, request).await
+}
+
+/// [`relay`] for a request already sent: `events` must have been subscribed before it was,
+/// or the server's first progress messages are missed. `progress`: (the token the request went
+/// out with, see [`send_tool_call`]; the client's own token).
+pub async fn relay_with_events<T>(
+    session: &Session,
+    mut events: tokio::sync::broadcast::Receiver<SessionEvent>,
     ctx: &RequestContext<RoleServer>,
     inflight: &InFlight,
     what: &str,
@@ -102,7 +182,6 @@ pub async fn relay<T>(
     request: impl Future<Output = Result<T, rmcp::ServiceError>>,
 ) -> Result<T, ErrorData> {
     let server = session.name().to_string();
-    let mut events = session.subscribe();
     let (id, mut asks) = inflight.register(&server);
     let _registration = Registration {
         inflight,
@@ -239,6 +318,5 @@ mod tests {
         inflight.unregister("s", b);
         inflight.unregister("s", a);
         assert!(inflight.target("s").is_none());
-        assert_ne!(fresh_token(), fresh_token());
     }
 }
