@@ -1,13 +1,12 @@
 //! The detector inputs fuzzing once broke (`fuzz/regressions/detectors/`), replayed on stable
-//! Rust in every test run, with the fuzz target's own promise: the same normalized events
-//! whatever the chunking, and call arguments that are JSON objects. (`scripts/check.d/70-fuzz.sh`
-//! replays them too, but only where the nightly fuzz toolchain is installed.)
-//!
-//! Input layout, as in `fuzz/fuzz_targets/detectors.rs`: byte 0 picks the format, the rest is
-//! split into chunks at every 0xFF byte.
+//! Rust in every test run with the fuzz target's own check (`common/chunking.rs`: the same
+//! normalized events whatever the chunking, and call arguments that are JSON objects).
+//! (`scripts/check.d/70-fuzz.sh` replays them too, but only where the nightly fuzz toolchain is
+//! installed.)
 use std::path::PathBuf;
 
-use rkmcp_tool_formats::{DetectorEvent, ToolFormat, detect_all, normalize};
+#[path = "common/chunking.rs"]
+mod chunking;
 
 fn regressions() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../fuzz/regressions/detectors");
@@ -26,32 +25,6 @@ fn saved_fuzz_inputs_give_the_same_events_streamed_and_at_once() {
     assert!(!files.is_empty(), "no saved inputs found");
     for file in files {
         let data = std::fs::read(&file).unwrap();
-        let Some((&pick, rest)) = data.split_first() else {
-            continue;
-        };
-        let formats = ToolFormat::all();
-        let format = formats[pick as usize % formats.len()];
-        let chunks: Vec<String> = rest
-            .split(|&b| b == 0xff)
-            .map(|c| String::from_utf8_lossy(c).into_owned())
-            .collect();
-        let mut detector = format.detector();
-        let mut streamed = Vec::new();
-        for chunk in &chunks {
-            streamed.extend(detector.feed(chunk));
-        }
-        streamed.extend(detector.finish());
-        let streamed = normalize(streamed);
-        let at_once = detect_all(format, &chunks.concat());
-        assert_eq!(streamed, at_once, "{}: {format}", file.display());
-        for e in &streamed {
-            if let DetectorEvent::ToolCall(c) = e {
-                assert!(
-                    c.arguments.is_object(),
-                    "{}: {format}: {c:?}",
-                    file.display()
-                );
-            }
-        }
+        chunking::check_chunked_input(&data, &format!("{}: ", file.display()));
     }
 }
