@@ -31,3 +31,9 @@ pub use client_requests::{ClientRequests, NonInteractive};
 pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};
 pub use roots::Roots;
 pub use session::{Catalog, ListKind, Session, SessionError, SessionEvent};
+
+/// Locks `m`, also after a thread panicked while holding it: the sessions' shared state stays
+/// usable (a poisoned lock would otherwise take the whole session down with one bad handler).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -28,6 +28,7 @@ use rmcp::{ClientHandler, ErrorData};
 use tokio::sync::broadcast;
 
 use super::client_requests::ClientRequests;
+use super::lock;
 use super::negotiate;
 use crate::config::{ServerConfig, TransportKind};
 
@@ -201,10 +202,6 @@ impl SessionHandler {
             }
         });
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl ClientHandler for SessionHandler {
@@ -550,21 +547,13 @@ impl Session {
 
     /// `resources/unsubscribe`.
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(uri);
+        lock(&self.subscriptions).remove(uri);
         self.send_subscribe(uri, false).await
     }
 
     /// The resources subscribed to.
     pub fn subscribed(&self) -> Vec<String> {
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned()
-            .collect()
+        lock(&self.subscriptions).iter().cloned().collect()
     }
 
     #[allow(deprecated)] // legacy-only in rmcp: 2026-07-28 uses subscriptions/listen.
@@ -608,15 +597,12 @@ impl Session {
 
     /// The health record (`servers status`, the monitor).
     pub fn health(&self) -> super::health::HealthState {
-        self.health
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.health).clone()
     }
 
     /// Updates the health record and returns what `f` returns.
     pub fn update_health<T>(&self, f: impl FnOnce(&mut super::health::HealthState) -> T) -> T {
-        f(&mut self.health.lock().unwrap_or_else(|e| e.into_inner()))
+        f(&mut lock(&self.health))
     }
 
     /// Sends an event to subscribers.

@@ -21,6 +21,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
 use super::flood::{Admit, NotificationBudget};
+use super::lock;
 use crate::audit::{AuditLog, Direction};
 
 pub struct Tap<T> {
@@ -44,10 +45,6 @@ pub fn wrap<T>(inner: T, server: &str, audit: Option<Arc<AuditLog>>) -> Tap<T> {
         budget: NotificationBudget::new(server, super::flood::DEFAULT_LIMIT),
         audit,
     }
-}
-
-fn lock<V>(m: &Mutex<V>) -> std::sync::MutexGuard<'_, V> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Sampling and elicitation are recorded under their own kind.

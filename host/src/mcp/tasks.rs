@@ -36,6 +36,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
+use super::lock;
 use super::session::{MAX_INPUT_ROUNDS, Session, SessionError, SessionEvent};
 
 /// The extension's identifier, declared in rkmcp's client capabilities.
@@ -192,10 +193,6 @@ async fn supports_core_tasks(session: &Session) -> bool {
     };
     *lock(&session.tasks.probed) = Some((epoch, known));
     known
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 async fn custom(
