@@ -17,8 +17,10 @@ use futures::future::BoxFuture;
 
 use crate::config::{Grant, ServerConfig};
 
+pub mod assertion;
 pub mod bearer_client;
 pub mod device;
+pub mod grants;
 pub mod headless;
 pub mod login;
 pub mod oauth;
@@ -181,8 +183,13 @@ pub async fn bearer_for(
         })));
     }
     match auth.grant {
-        Grant::ClientCredentials => {
+        // rmcp runs the client credentials grant with a secret; the grants rmcp lacks (or would
+        // need a C crypto build for) are ours.
+        Grant::ClientCredentials if auth.private_key_file.is_none() => {
             Ok(Some(Arc::new(oauth::ClientCredentialsBearer::new(config)?)))
+        }
+        Grant::ClientCredentials | Grant::JwtBearer | Grant::EnterpriseManaged => {
+            Ok(Some(Arc::new(grants::GrantBearer::new(config))))
         }
         Grant::AuthorizationCode if APPROVE_WITHOUT_A_PERSON.load(Ordering::Relaxed) => {
             Ok(Some(headless::AutoApproved::source(config)))

@@ -323,6 +323,8 @@ impl ClientCredentialsBearer {
             let name = match method {
                 TokenEndpointAuth::ClientSecretBasic => "client_secret_basic",
                 TokenEndpointAuth::ClientSecretPost => "client_secret_post",
+                // Never here: a private key makes `bearer_for` pick `grants::GrantBearer`.
+                TokenEndpointAuth::PrivateKeyJwt => "private_key_jwt",
             };
             metadata.additional_fields.insert(
                 "token_endpoint_auth_methods_supported".into(),
