@@ -222,7 +222,7 @@ impl Gateway {
 
     /// Every session's `list` (resources or templates), each item's URI (`uri`) as the
     /// gateway's clients see it.
-    fn from_catalogs<T: Clone>(
+    fn catalog_items<T: Clone>(
         &self,
         list: impl Fn(&Catalog) -> &Arc<Vec<T>>,
         uri: impl Fn(&mut T) -> &mut String,
@@ -452,7 +452,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.observe("resources/list", None, None, &context, |_| "ok", async {
-            let all = self.from_catalogs(|c| &c.resources, |r: &mut Resource| &mut r.uri);
+            let all = self.catalog_items(|c| &c.resources, |r: &mut Resource| &mut r.uri);
             self.page(all, &request)
         })
         .await
@@ -470,7 +470,7 @@ impl ServerHandler for Gateway {
             &context,
             |_| "ok",
             async {
-                let all = self.from_catalogs(
+                let all = self.catalog_items(
                     |c| &c.resource_templates,
                     |t: &mut ResourceTemplate| &mut t.uri_template,
                 );
