@@ -44,24 +44,7 @@ fn calls(transcript: &Value) -> Vec<Value> {
 fn ask_answers_the_time_in_tokyo_from_the_real_time_server() {
     let home = tempfile::tempdir().unwrap();
     let config = time_config(home.path());
-    let mut args = vec![
-        "--config",
-        &config,
-        "ask",
-        "--json",
-        "--yes",
-        "--tool-choice",
-        "required",
-        "--max-tokens",
-        "64",
-        TOKYO,
-    ];
-    args.extend_from_slice(GREEDY);
-    let out = run_rkmcp(home.path(), &args);
-    assert!(out.status.success(), "stderr: {}", stderr(&out));
-    let report: Value = serde_json::from_str(&stdout(&out))
-        .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)));
-    assert_tokyo_answered_from_the_time_server(&report);
+    assert_tokyo_answered_from_the_time_server(&ask_tokyo(home.path(), &config));
 }
 
 /// `ask`'s report for TOKYO with the greedy flags and `config`, in `home`.
