@@ -185,6 +185,11 @@ pub struct ModelConfig {
     /// llama.cpp: keep the first prompt's KV state in `$XDG_CACHE_HOME/rkmcp/prompt-cache/`, so
     /// the next run does not process the system prompt and tool list again.
     pub prompt_cache: bool,
+    /// Where [`Self::prompt_cache`] keeps its files; set by the application (rkmcp's chat and
+    /// ask: `$XDG_CACHE_HOME/rkmcp/prompt-cache/`), so that a library user or a test that did not
+    /// ask for it never reads state a previous run left.
+    #[serde(skip)]
+    pub prompt_cache_dir: Option<PathBuf>,
 }
 
 impl Default for ModelConfig {
@@ -204,6 +209,7 @@ impl Default for ModelConfig {
             enable_thinking: false,
             keep_history: true,
             prompt_cache: true,
+            prompt_cache_dir: None,
         }
     }
 }

@@ -147,8 +147,10 @@ pub fn open_backend(config: &ModelConfig) -> Result<Box<dyn Backend>, LlmError> 
         #[cfg(feature = "llama")]
         _ => {
             let mut backend = llama::LlamaBackend::load(&model, config)?;
-            if config.prompt_cache {
-                backend = backend.with_prompt_cache(&store::prompt_cache_dir());
+            if config.prompt_cache
+                && let Some(dir) = &config.prompt_cache_dir
+            {
+                backend = backend.with_prompt_cache(dir);
             }
             backend.prepare_guidance();
             Ok(Box::new(backend))
