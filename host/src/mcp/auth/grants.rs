@@ -301,7 +301,7 @@ impl GrantBearer {
             .map_err(|e| AuthFailure::new(name, Step::Token, e))?;
         let answer = post(&http, name, Step::Token, &metadata.token_endpoint, &request)
             .await
-            .map_err(|f| f.next(next_step(auth.grant)))?;
+            .map_err(|f| f.next(next_step(&auth)))?;
         Ok(Cached {
             token: answer.access_token,
             expires: answer
@@ -364,9 +364,10 @@ impl GrantBearer {
     }
 }
 
-fn next_step(grant: Grant) -> &'static str {
-    match grant {
-        Grant::ClientCredentials => {
+/// What to check when the authorization server refuses the configured grant.
+fn next_step(auth: &AuthConfig) -> &'static str {
+    match auth.grant {
+        Grant::ClientCredentials if auth.private_key_file.is_some() => {
             "check `[servers.auth] client_id` and `private_key_file` (is the public key registered with the server?)"
         }
         Grant::JwtBearer => {

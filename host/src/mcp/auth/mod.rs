@@ -183,11 +183,9 @@ pub async fn bearer_for(
         })));
     }
     match auth.grant {
-        // rmcp runs the client credentials grant with a secret; the grants rmcp lacks (or would
-        // need a C crypto build for) are ours.
-        Grant::ClientCredentials if auth.private_key_file.is_none() => {
-            Ok(Some(Arc::new(oauth::ClientCredentialsBearer::new(config)?)))
-        }
+        // The grants without a person are ours: rmcp lacks the JWT bearer and token exchange
+        // grants, and its private_key_jwt needs a C crypto build. One token client serves all
+        // of them, client credentials with a secret included.
         Grant::ClientCredentials | Grant::JwtBearer | Grant::EnterpriseManaged => {
             Ok(Some(Arc::new(grants::GrantBearer::new(config))))
         }
