@@ -43,11 +43,29 @@ while read -r name version; do
   args=(client --command "$client" --scenario "$name")
   [ "$version" = extension ] || args+=(--spec-version "$version")
   log="$work/$(echo "$name-$version" | tr '/' '_').log"
-  status=0
-  # The suite's own per-scenario timeout is 30 s; this bounds a hung client or server.
-  (cd "$work" && timeout 120 "$node" "$suite" "${args[@]}") > "$log" 2>&1 || status=$?
-  # Strip colours; the reason is the first failed check's text (or the runner's error).
-  sed -i 's/\x1b\[[0-9;]*m//g' "$log"
+  listed=0
+  grep -qxF "$name $version" "$expected" 2>/dev/null && listed=1
+  # A listed scenario that fails gets a second run, reported as flaky when that one passes.
+  # Some of the suite's test servers race the client: the elicitation servers send their
+  # request on the standalone GET stream without waiting for the client to open it, and drop
+  # it when the client opened it a few milliseconds after the tools/call (seen once in CI on a
+  # loaded machine: the tool call then times out after 20 s).
+  for attempt in 1 2; do
+    status=0
+    # The suite's own per-scenario timeout is 30 s; this bounds a hung client or server.
+    (cd "$work" && timeout 120 "$node" "$suite" "${args[@]}") > "$log" 2>&1 || status=$?
+    # Strip colours; the reason is the first failed check's text (or the runner's error).
+    sed -i 's/\x1b\[[0-9;]*m//g' "$log"
+    if [ "$status" -eq 0 ] && grep -q "OVERALL: PASSED" "$log"; then
+      [ "$attempt" -eq 1 ] || echo "70-conformance: $name ($version) failed once and passed on a second run (flaky)" >&2
+      break
+    fi
+    [ "$listed" -eq 1 ] || break
+    if [ "$attempt" -eq 1 ]; then
+      echo "---- $name ($version) failed; its log, then a second run:" >&2
+      tail -40 "$log" >&2
+    fi
+  done
   if [ "$status" -eq 0 ] && grep -q "OVERALL: PASSED" "$log"; then
     result=pass reason=""
     pass=$((pass + 1))
@@ -59,11 +77,11 @@ while read -r name version; do
   fi
   total=$((total + 1))
   mark=""
-  if grep -qxF "$name $version" "$expected" 2>/dev/null; then
+  if [ "$listed" -eq 1 ]; then
     mark="expected"
     if [ "$result" != pass ]; then
       expected_failed=$((expected_failed + 1))
-      echo "---- $name ($version) log:" >&2
+      echo "---- $name ($version) failed twice; the second run's log:" >&2
       tail -40 "$log" >&2
     fi
   fi

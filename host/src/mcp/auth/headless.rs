@@ -16,6 +16,7 @@ use rmcp::transport::auth::{
 };
 use tokio::sync::Mutex;
 
+use super::dpop::{self, DpopKey};
 use super::oauth::{self, explain};
 use super::{AuthFailure, BearerSource, Step};
 use crate::config::ServerConfig;
@@ -29,6 +30,8 @@ const MAX_STEP_UPS: u32 = 3;
 pub struct AutoApproved {
     config: ServerConfig,
     state: Mutex<State>,
+    /// The key the current token is bound to, when the server issued a DPoP token.
+    dpop: std::sync::Mutex<Option<Arc<DpopKey>>>,
 }
 
 #[derive(Default)]
@@ -44,6 +47,7 @@ impl AutoApproved {
         Arc::new(AutoApproved {
             config: config.clone(),
             state: Mutex::new(State::default()),
+            dpop: std::sync::Mutex::new(None),
         })
     }
 
@@ -58,7 +62,16 @@ impl AutoApproved {
         let auth = self.config.auth.clone().unwrap_or_default();
         let mut manager = oauth::manager(&self.config, None).await?;
         manager.set_credential_store(InMemoryCredentialStore::new());
-        let metadata = oauth::discover(&self.config, &mut manager, challenge).await?;
+        let mut metadata = oauth::discover(&self.config, &mut manager, challenge).await?;
+        let mut key = None;
+        if dpop::advertised(&metadata) {
+            let (with_proofs, new_key) =
+                oauth::manager_with_proofs(&self.config, &metadata).await?;
+            manager = with_proofs;
+            manager.set_credential_store(InMemoryCredentialStore::new());
+            metadata = oauth::discover(&self.config, &mut manager, challenge).await?;
+            key = Some(new_key);
+        }
         let mut request = AuthorizationRequest::new(REDIRECT_URI).with_client_name("rkmcp");
         if scopes.is_empty() {
             request = request.with_initial_scope_selection();
@@ -123,6 +136,11 @@ impl AutoApproved {
             .map_err(|e| explain(name, Step::Token, Some(&metadata.token_endpoint), e))?;
         state.scopes = session.auth_manager.get_current_scopes().await;
         state.manager = Some(session.auth_manager);
+        // The server decides: a `DPoP` token is bound to the key, a `Bearer` one is not.
+        let bound = tokens.token_type().as_ref().eq_ignore_ascii_case("dpop");
+        if let Ok(mut current) = self.dpop.lock() {
+            *current = key.filter(|_| bound);
+        }
         Ok(tokens.access_token().secret().to_string())
     }
 }
@@ -158,6 +176,10 @@ async fn follow_once(config: &ServerConfig, url: &str) -> Result<String, String>
 }
 
 impl BearerSource for AutoApproved {
+    fn dpop_key(&self) -> Option<Arc<DpopKey>> {
+        self.dpop.lock().ok()?.clone()
+    }
+
     fn token(&self) -> BoxFuture<'_, Result<Option<String>, AuthFailure>> {
         Box::pin(async move {
             let state = self.state.lock().await;

@@ -20,6 +20,7 @@ use crate::config::{Grant, ServerConfig};
 pub mod assertion;
 pub mod bearer_client;
 pub mod device;
+pub mod dpop;
 pub mod grants;
 pub mod headless;
 pub mod login;
@@ -45,6 +46,11 @@ pub trait BearerSource: Send + Sync {
         &'a self,
         challenge: &'a str,
     ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>>;
+    /// The key the current token is bound to, when it is a DPoP token (RFC 9449): requests
+    /// then carry `Authorization: DPoP` and a proof made with this key instead of a bearer.
+    fn dpop_key(&self) -> Option<Arc<dpop::DpopKey>> {
+        None
+    }
 }
 
 /// The step of signing in that failed; every failure names one.

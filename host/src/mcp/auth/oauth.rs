@@ -7,10 +7,11 @@ use futures::future::BoxFuture;
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, OAuthClientConfig,
-    WWWAuthenticateParams,
+    WWWAuthenticateParams, default_oauth_http_client,
 };
 use tokio::sync::Mutex;
 
+use super::dpop::{DpopKey, TokenEndpointProofs};
 use super::store::{ServerStore, TokenStore};
 use super::{AuthFailure, BearerSource, Step, login_command};
 use crate::config::{AuthConfig, ServerConfig};
@@ -41,6 +42,35 @@ pub async fn manager(
         manager.set_credential_store(store);
     }
     Ok(manager)
+}
+
+/// A manager whose token requests carry DPoP proofs made with a new key, for an authorization
+/// server that advertises DPoP (`metadata`, from a discovery by a plain [`manager`]).
+///
+/// Discovery runs again through this manager (rmcp keeps what it learned, such as the
+/// resource, inside the manager), but to the hosts the first discovery already checked: rmcp's
+/// own client, which refuses private addresses for public servers, vetted them, and a custom
+/// client cannot reuse that check.
+pub async fn manager_with_proofs(
+    config: &ServerConfig,
+    metadata: &AuthorizationMetadata,
+) -> Result<(AuthorizationManager, std::sync::Arc<DpopKey>), AuthFailure> {
+    let url = server_url(config)?;
+    let failed = |detail: String| AuthFailure::new(&config.name, Step::Token, detail);
+    let key = std::sync::Arc::new(DpopKey::generate().map_err(failed)?);
+    let plain =
+        default_oauth_http_client().map_err(|e| explain(&config.name, Step::Token, None, e))?;
+    let proofs = TokenEndpointProofs::new(
+        std::sync::Arc::new(plain),
+        &metadata.token_endpoint,
+        key.clone(),
+    )
+    .map_err(failed)?;
+    let manager =
+        AuthorizationManager::new_with_oauth_http_client(url.clone(), std::sync::Arc::new(proofs))
+            .await
+            .map_err(|e| explain(&config.name, Step::Discovery, Some(url.as_str()), e))?;
+    Ok((manager, key))
 }
 
 /// Discovers the authorization server and remembers its metadata on the manager.
