@@ -36,6 +36,28 @@ pub const USE_NONCE: &str = "use_dpop_nonce";
 /// A token endpoint's answer is read up to this size (a token response is a few kilobytes).
 const MAX_TOKEN_RESPONSE_BYTES: usize = 1 << 20;
 
+/// Whether to ask for DPoP-bound tokens: only when both sides take them. The authorization
+/// server advertises ES256 proofs, and the MCP server's `WWW-Authenticate` (`challenge`, from
+/// its 401) offers the `DPoP` scheme. An authorization server may offer DPoP to every client
+/// (oidc-provider does by default) while the MCP server behind it accepts only `Bearer`; a
+/// DPoP token would then be refused on every request.
+pub fn both_sides_take_it(metadata: &AuthorizationMetadata, challenge: Option<&str>) -> bool {
+    advertised(metadata) && challenge.is_some_and(offers_dpop_scheme)
+}
+
+/// Whether a `WWW-Authenticate` value holds a challenge with the `DPoP` scheme (RFC 9449 §7.1),
+/// alone or next to a `Bearer` one.
+pub fn offers_dpop_scheme(header: &str) -> bool {
+    // Challenges and their parameters are both comma-separated; a scheme is the one token
+    // followed by a space or nothing, a parameter is followed by `=`.
+    header.split(',').any(|part| {
+        let part = part.trim_start();
+        part.get(..4)
+            .is_some_and(|s| s.eq_ignore_ascii_case("dpop"))
+            && part[4..].chars().next().is_none_or(|c| c == ' ')
+    })
+}
+
 /// Whether the authorization server issues DPoP-bound tokens for proofs rkmcp can sign.
 pub fn advertised(metadata: &AuthorizationMetadata) -> bool {
     metadata
@@ -47,6 +69,8 @@ pub fn advertised(metadata: &AuthorizationMetadata) -> bool {
 
 /// A proof key: a P-256 key made for one sign-in, with the nonces servers gave for it.
 pub struct DpopKey {
+    /// PKCS#8 PEM, for the token store (a stored sign-in refreshes with the same key).
+    pem: String,
     key: EncodingKey,
     /// The public half, as the proof's `jwk` header carries it.
     jwk: Jwk,
@@ -76,15 +100,26 @@ impl DpopKey {
         let pem = secret
             .to_pkcs8_pem(LineEnding::LF)
             .map_err(|_| "could not encode the new DPoP key".to_string())?;
+        Self::from_pem(&pem)
+    }
+
+    /// The key [`DpopKey::pem`] gave (from the token store). Errors never show the key.
+    pub fn from_pem(pem: &str) -> Result<Self, String> {
         let key = EncodingKey::from_ec_pem(pem.as_bytes())
-            .map_err(|_| "could not load the new DPoP key".to_string())?;
+            .map_err(|_| "the stored DPoP key is not an EC private key".to_string())?;
         let jwk = Jwk::from_encoding_key(&key, Algorithm::ES256)
-            .map_err(|_| "could not describe the new DPoP key as a JWK".to_string())?;
+            .map_err(|_| "the stored DPoP key is not a P-256 key".to_string())?;
         Ok(DpopKey {
+            pem: pem.to_string(),
             key,
             jwk,
             nonces: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The private key as PKCS#8 PEM, for the token store only.
+    pub fn pem(&self) -> &str {
+        &self.pem
     }
 
     /// A proof for one request: `method` and `url` as sent (the query and fragment are left
@@ -139,6 +174,11 @@ fn origin(url: &url::Url) -> String {
 /// `ath`: the access token's SHA-256, base64url without padding (RFC 9449 §4.2).
 pub fn token_hash(token: &str) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Whether a stored token response is DPoP-bound (its `token_type`, RFC 9449 §5).
+pub fn is_dpop_token_type(token_type: &str) -> bool {
+    token_type.eq_ignore_ascii_case("dpop")
 }
 
 /// Whether a challenge or error body asks for a nonce.
@@ -281,6 +321,23 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_key_proves_the_same_key() {
+        let key = DpopKey::generate().unwrap();
+        let again = DpopKey::from_pem(key.pem()).unwrap();
+        let jwk = |k: &DpopKey| {
+            decode_header(k.proof("GET", "https://a.example/", None).unwrap())
+                .unwrap()
+                .jwk
+        };
+        assert_eq!(jwk(&key), jwk(&again));
+        let err =
+            DpopKey::from_pem("-----BEGIN PRIVATE KEY-----\nsecret\n-----END PRIVATE KEY-----\n")
+                .err()
+                .unwrap();
+        assert!(!err.contains("secret"), "{err}");
+    }
+
+    #[test]
     fn every_proof_is_fresh() {
         let key = DpopKey::generate().unwrap();
         let a = verify(&key.proof("POST", "https://a.example/token", None).unwrap());
@@ -307,6 +364,21 @@ mod tests {
             token_hash("Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU"),
             "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo"
         );
+    }
+
+    #[test]
+    fn the_dpop_scheme_is_found_among_challenges() {
+        assert!(offers_dpop_scheme(
+            r#"DPoP resource_metadata="https://x/.well-known""#
+        ));
+        assert!(offers_dpop_scheme(r#"Bearer realm="x", DPoP algs="ES256""#));
+        assert!(offers_dpop_scheme("dpop"));
+        assert!(!offers_dpop_scheme(
+            r#"Bearer error="invalid_token", dpop="x""#
+        ));
+        assert!(!offers_dpop_scheme(
+            r#"Bearer resource_metadata="https://dpop.example/""#
+        ));
     }
 
     #[test]

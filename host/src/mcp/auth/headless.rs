@@ -64,10 +64,9 @@ impl AutoApproved {
         manager.set_credential_store(InMemoryCredentialStore::new());
         let mut metadata = oauth::discover(&self.config, &mut manager, challenge).await?;
         let mut key = None;
-        if dpop::advertised(&metadata) {
-            let (with_proofs, new_key) =
-                oauth::manager_with_proofs(&self.config, &metadata).await?;
-            manager = with_proofs;
+        if dpop::both_sides_take_it(&metadata, challenge) {
+            let new_key = oauth::new_dpop_key(&self.config)?;
+            manager = oauth::manager_with_proofs(&self.config, &metadata, new_key.clone()).await?;
             manager.set_credential_store(InMemoryCredentialStore::new());
             metadata = oauth::discover(&self.config, &mut manager, challenge).await?;
             key = Some(new_key);

@@ -54,23 +54,25 @@ pub async fn manager(
 pub async fn manager_with_proofs(
     config: &ServerConfig,
     metadata: &AuthorizationMetadata,
-) -> Result<(AuthorizationManager, std::sync::Arc<DpopKey>), AuthFailure> {
+    key: std::sync::Arc<DpopKey>,
+) -> Result<AuthorizationManager, AuthFailure> {
     let url = server_url(config)?;
     let failed = |detail: String| AuthFailure::new(&config.name, Step::Token, detail);
-    let key = std::sync::Arc::new(DpopKey::generate().map_err(failed)?);
     let plain =
         default_oauth_http_client().map_err(|e| explain(&config.name, Step::Token, None, e))?;
-    let proofs = TokenEndpointProofs::new(
-        std::sync::Arc::new(plain),
-        &metadata.token_endpoint,
-        key.clone(),
-    )
-    .map_err(failed)?;
-    let manager =
-        AuthorizationManager::new_with_oauth_http_client(url.clone(), std::sync::Arc::new(proofs))
-            .await
-            .map_err(|e| explain(&config.name, Step::Discovery, Some(url.as_str()), e))?;
-    Ok((manager, key))
+    let proofs =
+        TokenEndpointProofs::new(std::sync::Arc::new(plain), &metadata.token_endpoint, key)
+            .map_err(failed)?;
+    AuthorizationManager::new_with_oauth_http_client(url.clone(), std::sync::Arc::new(proofs))
+        .await
+        .map_err(|e| explain(&config.name, Step::Discovery, Some(url.as_str()), e))
+}
+
+/// A new proof key, as an [`AuthFailure`] at `step` if the system has no randomness.
+pub fn new_dpop_key(config: &ServerConfig) -> Result<std::sync::Arc<DpopKey>, AuthFailure> {
+    DpopKey::generate()
+        .map(std::sync::Arc::new)
+        .map_err(|detail| AuthFailure::new(&config.name, Step::Token, detail))
 }
 
 /// Discovers the authorization server and remembers its metadata on the manager.
@@ -192,6 +194,8 @@ pub struct StoredSignIn {
     server: String,
     login: String,
     manager: Mutex<AuthorizationManager>,
+    /// The key the stored tokens are bound to, when they are DPoP tokens.
+    dpop: Option<std::sync::Arc<DpopKey>>,
 }
 
 impl StoredSignIn {
@@ -212,10 +216,30 @@ impl StoredSignIn {
         let Some(entry) = entry else {
             return Ok(None);
         };
-        if entry.credentials.token_response.is_none() {
+        let Some(tokens) = &entry.credentials.token_response else {
             return Ok(None);
-        }
-        let mut manager = manager(config, Some(server_store)).await?;
+        };
+        let dpop = match &entry.dpop_key {
+            Some(pem) if super::dpop::is_dpop_token_type(tokens.token_type().as_ref()) => Some(
+                std::sync::Arc::new(DpopKey::from_pem(pem).map_err(|detail| {
+                    AuthFailure::new(&config.name, Step::Store, detail)
+                        .next(format!("sign in again: {}", login_command(config)))
+                })?),
+            ),
+            _ => None,
+        };
+        let mut manager = match &dpop {
+            // Refreshes of DPoP tokens prove the same key; the token endpoint comes from a
+            // discovery with rmcp's own client first (see `manager_with_proofs`).
+            Some(key) => {
+                let mut plain = manager(config, None).await?;
+                let metadata = discover(config, &mut plain, None).await?;
+                let mut with_proofs = manager_with_proofs(config, &metadata, key.clone()).await?;
+                with_proofs.set_credential_store(server_store.with_dpop_key(key.pem()));
+                with_proofs
+            }
+            None => manager(config, Some(server_store)).await?,
+        };
         // Discovery (needed to refresh) also tells us whether the authorization server changed;
         // if it did, rmcp drops the old issuer's tokens and we need a new sign-in.
         let usable = manager
@@ -230,6 +254,7 @@ impl StoredSignIn {
             server: config.name.clone(),
             login: login_command(config),
             manager: Mutex::new(manager),
+            dpop,
         })))
     }
 }
@@ -255,6 +280,10 @@ pub fn configure_confidential(
 }
 
 impl BearerSource for StoredSignIn {
+    fn dpop_key(&self) -> Option<std::sync::Arc<DpopKey>> {
+        self.dpop.clone()
+    }
+
     fn token(&self) -> BoxFuture<'_, Result<Option<String>, AuthFailure>> {
         Box::pin(async move {
             match self.manager.lock().await.get_access_token().await {

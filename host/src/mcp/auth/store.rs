@@ -26,6 +26,10 @@ pub struct Entry {
     /// Seconds since the epoch when this entry was written.
     #[serde(default)]
     pub saved_at: u64,
+    /// The DPoP proof key (PKCS#8 PEM) the tokens are bound to, when the authorization server
+    /// issued DPoP tokens: a refresh and every request must prove this same key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
 }
 
 impl Entry {
@@ -207,6 +211,8 @@ pub struct ServerStore {
     pub client_id: Option<String>,
     /// Serialises refreshes of this server's tokens inside the process.
     refresh: Arc<tokio::sync::Mutex<()>>,
+    /// The DPoP key written with every save (see [`Entry::dpop_key`]).
+    dpop_key: Option<String>,
 }
 
 impl ServerStore {
@@ -222,7 +228,14 @@ impl ServerStore {
             resource: resource.to_string(),
             client_id,
             refresh: Arc::default(),
+            dpop_key: None,
         }
+    }
+
+    /// The same store, saving `pem` as the DPoP key of what it writes.
+    pub fn with_dpop_key(mut self, pem: &str) -> ServerStore {
+        self.dpop_key = Some(pem.to_string());
+        self
     }
 
     fn matches(&self, entry: &Entry) -> bool {
@@ -274,6 +287,7 @@ impl CredentialStore for ServerStore {
             resource: self.resource.clone(),
             credentials,
             saved_at: now_secs(),
+            dpop_key: self.dpop_key.clone(),
         };
         self.store
             .update(|entries| {
@@ -328,6 +342,23 @@ mod tests {
         );
         a.clear().await.unwrap();
         assert_eq!(store.entries().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_dpop_key_is_kept_with_its_tokens_across_saves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = TokenStore::at(tmp.path().join("auth"));
+        let plain = ServerStore::new(store.clone(), "a", "http://h/mcp", None);
+        plain.save(creds("c1", "http://as1")).await.unwrap();
+        assert_eq!(plain.entry().unwrap().unwrap().dpop_key, None);
+        // A refresh saves through a store that knows the key, so the entry keeps it.
+        let bound = plain.clone().with_dpop_key("PEM");
+        bound.save(creds("c1", "http://as1")).await.unwrap();
+        assert_eq!(store.entries().unwrap().len(), 1);
+        assert_eq!(
+            plain.entry().unwrap().unwrap().dpop_key.as_deref(),
+            Some("PEM")
+        );
     }
 
     #[tokio::test]
