@@ -1,4 +1,8 @@
-//! `rkmcp plugins list|inspect FILE|check FILE` — the WebAssembly plugins in the plugin folders.
+//! `rkmcp plugins list|inspect|check|new|install|grant` — the WebAssembly plugins in the plugin
+//! folders, and making, installing and granting them.
+mod install;
+mod new;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,6 +24,56 @@ pub enum PluginsCommand {
     Check {
         /// A `.wasm` component (its plugin name is the file name without `.wasm`).
         file: PathBuf,
+    },
+    /// Start a plugin project from a template: it builds with one command (printed, and in its
+    /// README) and passes `rkmcp plugins check`. Never overwrites an existing folder.
+    New {
+        /// What the plugin does.
+        kind: new::Kind,
+        /// Plugin name: lowercase letters, digits and '-' (also the crate and file name).
+        name: String,
+        /// Language of the project. Python (componentize-py) has a guard template.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: new::Lang,
+        /// Folder to create (default: ./NAME).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The Rust plugin SDK (plugins/sdk of rkmcp's sources); default: beside the sources
+        /// this rkmcp was built from.
+        #[arg(long, value_name = "PATH")]
+        sdk: Option<PathBuf>,
+    },
+    /// Copy a component (and its NAME.toml manifest, if beside it) into the user's plugin folder
+    /// ($XDG_DATA_HOME/rkmcp/plugins). Grants nothing: shows what it requests and the
+    /// [plugins.grants.NAME] to add.
+    Install {
+        /// The `.wasm` component.
+        path: PathBuf,
+        /// Overwrite a plugin of the same name that is already installed.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Grant a plugin files, network or environment variables: writes [plugins.grants.NAME] into
+    /// the user's config ($XDG_CONFIG_HOME/rkmcp/config.toml, or --config) after confirmation,
+    /// keeping its comments and layout.
+    Grant {
+        /// The plugin's name (its file name without `.wasm`).
+        name: String,
+        /// `host:port` it may connect to (repeatable).
+        #[arg(long, value_name = "HOST:PORT")]
+        network: Vec<String>,
+        /// A folder it may read, `HOST[:GUEST]` (the guest path defaults to the host path).
+        #[arg(long, value_name = "PATH")]
+        read: Vec<String>,
+        /// A folder it may read and write, `HOST[:GUEST]`.
+        #[arg(long, value_name = "PATH")]
+        write: Vec<String>,
+        /// An environment variable it may read (repeatable).
+        #[arg(long, value_name = "VAR")]
+        env: Vec<String>,
+        /// Write without asking (for scripts).
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -104,9 +158,47 @@ fn print_info(info: &PluginInfo) {
 }
 
 pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
-    let host = host(ctx)?;
     match cmd {
+        // `new` and `grant` need no plugin host (`grant` must work while a plugin fails to load).
+        PluginsCommand::New {
+            kind,
+            name,
+            lang,
+            dir,
+            sdk,
+        } => {
+            let (dir, build) = new::scaffold(kind, &name, lang, dir, sdk)?;
+            println!("created {}", dir.display());
+            println!("build it with (in {}):\n    {build}", dir.display());
+            println!("then: rkmcp plugins check {name}.wasm && rkmcp plugins install {name}.wasm");
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginsCommand::Grant {
+            name,
+            network,
+            read,
+            write,
+            env,
+            yes,
+        } => {
+            let config = install::user_config_file(ctx.global.config.as_deref())?;
+            let req = install::GrantRequest {
+                name,
+                network,
+                read,
+                write,
+                env,
+                yes,
+            };
+            install::grant(&config, &req)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginsCommand::Install { path, replace } => {
+            install::install(&host(ctx)?, &path, replace)?;
+            Ok(ExitCode::SUCCESS)
+        }
         PluginsCommand::List => {
+            let host = host(ctx)?;
             let infos = host.discover();
             if ctx.global.json {
                 let dirs = host.config().plugin_dirs();
@@ -139,6 +231,7 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Inspect { file } => {
+            let host = host(ctx)?;
             let info = host.inspect(&file)?;
             if ctx.global.json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
@@ -148,6 +241,7 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Check { file } => {
+            let host = host(ctx)?;
             let report = host.check(&file).await?;
             if ctx.global.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);

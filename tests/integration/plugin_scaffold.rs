@@ -1,0 +1,322 @@
+//! `rkmcp plugins new|install|grant`: generated projects build with the command they print and
+//! pass `rkmcp plugins check` in the real host; an installed plugin gets exactly what `grant`
+//! wrote into the user's config, whose comments survive.
+//!
+//! The Rust scaffolds build in one target dir shared by all four kinds and kept between runs
+//! (target/plugin-scaffold): the SDK and wit-bindgen compile once, each project in seconds. It
+//! is not the test binary's own target dir, because cargo holds that one's lock while tests run.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use rkmcp_tests::plugin_support::built;
+use rkmcp_tests::*;
+
+fn rkmcp_in(home: &Path, args: &[&str]) -> Output {
+    rkmcp_command(home, args)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run rkmcp: {e}"))
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed\nstdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+    stdout(out)
+}
+
+fn failed(out: &Output, what: &str) -> String {
+    assert!(
+        !out.status.success(),
+        "{what} should fail\nstdout: {}",
+        stdout(out)
+    );
+    stderr(out)
+}
+
+/// `plugins check` with a generous call deadline: CPython's first call imports modules.
+fn check(home: &Path, wasm: &Path, name: &str) -> String {
+    let config = write(
+        home,
+        "check.toml",
+        &format!("[plugins.grants.{name}]\ncall_timeout_ms = 30000\n"),
+    );
+    let out = rkmcp_in(
+        home,
+        &[
+            "--config",
+            &config.display().to_string(),
+            "plugins",
+            "check",
+            &wasm.display().to_string(),
+        ],
+    );
+    ok(&out, &format!("plugins check {}", wasm.display()))
+}
+
+fn run_shell(dir: &Path, command: &str, envs: &[(&str, PathBuf)]) {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg(command).current_dir(dir);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command}: {e}"));
+    assert!(
+        out.status.success(),
+        "`{command}` in {} failed: {}",
+        dir.display(),
+        stderr(&out)
+    );
+}
+
+/// The printed build command, as a user would copy it.
+fn build_command(new_out: &str) -> String {
+    let mut lines = new_out.lines();
+    lines
+        .find(|l| l.starts_with("build it with"))
+        .and_then(|_| lines.next())
+        .map(|l| l.trim().to_string())
+        .unwrap_or_else(|| panic!("no build command printed: {new_out}"))
+}
+
+#[test]
+fn rust_scaffolds_of_every_kind_build_and_pass_check() {
+    let home = tempfile::tempdir().unwrap();
+    let target = repo().join("target").join("plugin-scaffold");
+    for kind in ["detector", "converter", "guard", "transport"] {
+        let name = format!("my-{kind}");
+        let dir = home.path().join(&name);
+        let out = rkmcp_in(
+            home.path(),
+            &[
+                "plugins",
+                "new",
+                kind,
+                &name,
+                "--dir",
+                &dir.display().to_string(),
+            ],
+        );
+        let printed = ok(&out, &format!("plugins new {kind}"));
+        let build = build_command(&printed);
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(
+            readme.contains(&build),
+            "the README says how to build: {readme}"
+        );
+        // Same versions as the workspace: offline, and the shared target dir's deps match.
+        std::fs::copy(repo().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        run_shell(
+            &dir,
+            &build.replace("cargo build", "cargo build --offline"),
+            &[("CARGO_TARGET_DIR", target.clone())],
+        );
+        // The build command copies from ./target; here the component is in the shared dir.
+        let wasm = dir.join(format!("{name}.wasm"));
+        if !wasm.is_file() {
+            std::fs::copy(
+                target.join(format!(
+                    "wasm32-wasip2/release/{}.wasm",
+                    name.replace('-', "_")
+                )),
+                &wasm,
+            )
+            .unwrap();
+        }
+        let checked = check(home.path(), &wasm, &name);
+        assert!(checked.trim_end().ends_with("ok"), "{checked}");
+        assert!(checked.contains(&format!("name:      {name}")), "{checked}");
+    }
+}
+
+#[test]
+fn python_guard_scaffold_builds_and_passes_check() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("py-guard");
+    let out = rkmcp_in(
+        home.path(),
+        &[
+            "plugins",
+            "new",
+            "guard",
+            "py-guard",
+            "--lang",
+            "python",
+            "--dir",
+            &dir.display().to_string(),
+        ],
+    );
+    let build = build_command(&ok(&out, "plugins new --lang python"));
+    assert_eq!(build, "./build.sh");
+    let cpy = deps().join("venv-plugins/bin/componentize-py");
+    assert!(
+        cpy.is_file(),
+        "{} missing: run scripts/setup",
+        cpy.display()
+    );
+    run_shell(&dir, &build, &[("COMPONENTIZE_PY", cpy)]);
+    let checked = check(home.path(), &dir.join("py-guard.wasm"), "py-guard");
+    assert!(checked.contains("kind:      approval-guard"), "{checked}");
+    assert!(checked.trim_end().ends_with("ok"), "{checked}");
+}
+
+#[test]
+fn new_refuses_bad_requests_and_never_overwrites() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "new", "painter", "x"]),
+        "bad kind",
+    );
+    assert!(err.contains("painter") && err.contains("detector"), "{err}");
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "new", "guard", "x", "--lang", "cobol"]),
+        "bad lang",
+    );
+    assert!(err.contains("cobol") && err.contains("python"), "{err}");
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "new", "transport", "t", "--lang", "python"]),
+        "python transport",
+    );
+    assert!(err.contains("Python has `guard`"), "{err}");
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "new", "guard", "Bad_Name"]),
+        "name",
+    );
+    assert!(err.contains("lowercase"), "{err}");
+    std::fs::create_dir(h.join("mine")).unwrap();
+    std::fs::write(h.join("mine/keep.txt"), "mine").unwrap();
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "new", "guard", "mine"]),
+        "existing dir",
+    );
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(h.join("mine/keep.txt")).unwrap(),
+        "mine"
+    );
+    assert!(!h.join("mine/Cargo.toml").exists());
+}
+
+const USER_CONFIG: &str =
+    "# my rkmcp settings\n\n[plugins]\n# slow but fine\npooling = false   # keep this comment\n";
+
+#[test]
+fn install_then_grant_round_trip_keeps_comments_and_the_grant_is_used() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let name = "transport-websocket";
+    let src = h.join("download");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::copy(built(name), src.join(format!("{name}.wasm"))).unwrap();
+    std::fs::copy(
+        repo().join(format!("plugins/{name}/{name}.toml")),
+        src.join(format!("{name}.toml")),
+    )
+    .unwrap();
+    let config = write(h, "config/rkmcp/config.toml", USER_CONFIG);
+    let wasm = src.join(format!("{name}.wasm")).display().to_string();
+
+    let out = ok(&rkmcp_in(h, &["plugins", "install", &wasm]), "install");
+    let folder = h.join("data/rkmcp/plugins");
+    assert!(folder.join(format!("{name}.wasm")).is_file(), "{out}");
+    assert!(folder.join(format!("{name}.toml")).is_file(), "{out}");
+    assert!(
+        out.contains("requests:  files: none; network: 127.0.0.1:8765; env: none"),
+        "{out}"
+    );
+    assert!(out.contains("granted:   nothing"), "{out}");
+    assert!(
+        out.contains("[plugins.grants.transport-websocket]\nnetwork = [\"127.0.0.1:8765\"]"),
+        "{out}"
+    );
+
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "install", &wasm]),
+        "second install",
+    );
+    assert!(
+        err.contains("already installed") && err.contains("--replace"),
+        "{err}"
+    );
+    ok(
+        &rkmcp_in(h, &["plugins", "install", &wasm, "--replace"]),
+        "install --replace",
+    );
+    let junk = write(h, "junk.wasm", "not a component");
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "install", &junk.display().to_string()]),
+        "install junk",
+    );
+    assert!(err.contains("junk.wasm cannot be installed"), "{err}");
+    assert!(!folder.join("junk.wasm").exists());
+
+    let grant = [
+        "plugins",
+        "grant",
+        name,
+        "--network",
+        "127.0.0.1:8765",
+        "--env",
+        "LANG",
+    ];
+    let err = failed(&rkmcp_in(h, &grant), "grant without a terminal");
+    assert!(err.contains("--yes"), "{err}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), USER_CONFIG);
+
+    let mut yes = grant.to_vec();
+    yes.push("--yes");
+    ok(&rkmcp_in(h, &yes), "grant --yes");
+    let edited = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        edited.starts_with(USER_CONFIG),
+        "comments and layout kept: {edited}"
+    );
+    assert!(
+        edited.contains(
+            "[plugins.grants.transport-websocket]\nnetwork = [\"127.0.0.1:8765\"]\nenv = [\"LANG\"]"
+        ),
+        "{edited}"
+    );
+    // Granting again adds nothing twice.
+    ok(&rkmcp_in(h, &yes), "grant --yes again");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), edited);
+
+    // The next load of the installed plugin has the grant.
+    let installed = folder.join(format!("{name}.wasm")).display().to_string();
+    let info = ok(&rkmcp_in(h, &["plugins", "inspect", &installed]), "inspect");
+    assert!(
+        info.contains("granted:   network: 127.0.0.1:8765; env: LANG"),
+        "{info}"
+    );
+
+    // A config that cannot be written: a clear error, nothing half-written.
+    let blocker = write(h, "afile", "x");
+    let bad = blocker.join("config.toml").display().to_string();
+    let err = failed(
+        &rkmcp_in(
+            h,
+            &[
+                "--config",
+                &bad,
+                "plugins",
+                "grant",
+                name,
+                "--network",
+                "1.2.3.4:5",
+                "--yes",
+            ],
+        ),
+        "unwritable config",
+    );
+    assert!(
+        err.contains("cannot create") && err.contains("--config"),
+        "{err}"
+    );
+}
