@@ -12,8 +12,8 @@ use libfuzzer_sys::fuzz_target;
 mod host_config;
 
 // The plugin host's `[plugins]` config and manifest modules, at the crate paths they use.
-mod v0_1_0 {
-    pub const VERSION: &str = "0.1.0";
+mod wit {
+    pub const SUPPORTED_VERSIONS: &[&str] = &["0.2.0", "0.1.0"];
 }
 #[path = "../../host/crates/plugin-host/src/config.rs"]
 mod config;

@@ -9,7 +9,7 @@ repo="$(cd "$here/../.." && pwd)"
 out="${1:?usage: build.sh OUT_DIR}"
 mkdir -p "$out"
 name="guard-python"
-wit="$repo/wit/rkmcp-plugin@0.1.0"
+wit="$repo/wit/rkmcp-plugin@0.2.0"
 venv="${RKMCP_DEPS:-$repo/.deps}/venv-plugins"
 cpy="$venv/bin/componentize-py"
 if [ ! -x "$cpy" ]; then

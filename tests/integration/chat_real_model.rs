@@ -44,9 +44,14 @@ fn calls(transcript: &Value) -> Vec<Value> {
 fn ask_answers_the_time_in_tokyo_from_the_real_time_server() {
     let home = tempfile::tempdir().unwrap();
     let config = time_config(home.path());
+    assert_tokyo_answered_from_the_time_server(&ask_tokyo(home.path(), &config));
+}
+
+/// `ask`'s report for TOKYO with the greedy flags and `config`, in `home`.
+fn ask_tokyo(home: &std::path::Path, config: &str) -> Value {
     let mut args = vec![
         "--config",
-        &config,
+        config,
         "ask",
         "--json",
         "--yes",
@@ -57,11 +62,64 @@ fn ask_answers_the_time_in_tokyo_from_the_real_time_server() {
         TOKYO,
     ];
     args.extend_from_slice(GREEDY);
-    let out = run_rkmcp(home.path(), &args);
+    let out = run_rkmcp(home, &args);
     assert!(out.status.success(), "stderr: {}", stderr(&out));
-    let report: Value = serde_json::from_str(&stdout(&out))
-        .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)));
-    assert_tokyo_answered_from_the_time_server(&report);
+    serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)))
+}
+
+/// The first round's prompt tokens and how many of them came from a KV cache.
+fn first_prompt(report: &Value) -> (u64, u64) {
+    let stats = &report["transcript"]["turns"][0]["rounds"][0]["stats"];
+    let count = |k: &str| {
+        stats[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {k} in {stats:#}"))
+    };
+    (count("prompt_tokens"), count("cached_tokens"))
+}
+
+/// The second run in the same home starts from the KV state the first kept on disk: most of
+/// its first prompt (the system prompt and the tool list) is not processed again, and the
+/// answer still comes from the server. `prompt_cache = false` turns it off.
+#[test]
+fn a_second_run_takes_the_system_prompt_from_the_prompt_cache() {
+    let home = tempfile::tempdir().unwrap();
+    let config = time_config(home.path());
+    let first = ask_tokyo(home.path(), &config);
+    let (tokens, cached) = first_prompt(&first);
+    assert_eq!(cached, 0, "nothing is cached before the first run");
+    let kept: Vec<_> = std::fs::read_dir(home.path().join("cache/rkmcp/prompt-cache"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert_eq!(kept.len(), 1, "one state file: {kept:?}");
+
+    let second = ask_tokyo(home.path(), &config);
+    let (tokens_again, cached) = first_prompt(&second);
+    assert_eq!(tokens_again, tokens);
+    assert!(
+        cached * 10 >= tokens * 9,
+        "{cached} of {tokens} prompt tokens from the cache"
+    );
+    assert_tokyo_answered_from_the_time_server(&second);
+    let asked = |r: &Value| -> Vec<(Value, Value)> {
+        calls(&r["transcript"])
+            .iter()
+            .map(|c| (c["tool"].clone(), c["arguments"].clone()))
+            .collect()
+    };
+    assert_eq!(asked(&second), asked(&first), "the same calls");
+
+    let off = write(
+        home.path(),
+        "off.toml",
+        &format!(
+            "{}\n[model]\nprompt_cache = false\n",
+            std::fs::read_to_string(&config).unwrap()
+        ),
+    );
+    let (_, cached) = first_prompt(&ask_tokyo(home.path(), &off.display().to_string()));
+    assert_eq!(cached, 0, "prompt_cache = false");
 }
 
 /// With nothing but the question: the explicit decision, the tool shortlist and greedy tool

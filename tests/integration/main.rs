@@ -19,6 +19,7 @@ mod sampling;
 mod subscriptions;
 mod tasks;
 
+mod plugin_contract_versions;
 mod plugin_default_plugins;
 mod plugin_detector_native_equals_component;
 mod plugin_hardening;

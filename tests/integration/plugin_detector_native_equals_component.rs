@@ -81,22 +81,12 @@ fn chunkings(text: &str) -> Vec<(String, Vec<&str>)> {
     ]
 }
 
-/// Native events per call: one list per `feed`, then the `finish` list. `rkmcp:plugin@0.1.0` has
-/// no reasoning event, so the plugin passes reasoning on as text (the host splits reasoning off
-/// before a 0.1.0 plugin reads anything): native reasoning is compared as text.
+/// Native events per call: one list per `feed`, then the `finish` list. The plugin is built on
+/// `rkmcp:plugin@0.2.0`, which carries reasoning as its own event: reasoning must match too.
 fn native(format: ToolFormat, pieces: &[&str]) -> Vec<Vec<DetectorEvent>> {
-    let as_01 = |events: Vec<DetectorEvent>| -> Vec<DetectorEvent> {
-        events
-            .into_iter()
-            .map(|e| match e {
-                DetectorEvent::Reasoning(t) => DetectorEvent::Text(t),
-                other => other,
-            })
-            .collect()
-    };
     let mut d = format.detector();
-    let mut calls: Vec<Vec<DetectorEvent>> = pieces.iter().map(|p| as_01(d.feed(p))).collect();
-    calls.push(as_01(d.finish()));
+    let mut calls: Vec<Vec<DetectorEvent>> = pieces.iter().map(|p| d.feed(p)).collect();
+    calls.push(d.finish());
     calls
 }
 
@@ -129,6 +119,7 @@ async fn component_gives_the_native_events_on_the_corpus_for_every_chunking() {
     }
     let mut compared = 0usize;
     let mut calls_seen = 0usize;
+    let mut reasoning_seen = 0usize;
     let mut failures = Vec::new();
     for (format, case, text) in &cases {
         for (how, pieces) in chunkings(text) {
@@ -140,6 +131,11 @@ async fn component_gives_the_native_events_on_the_corpus_for_every_chunking() {
                 .iter()
                 .flatten()
                 .filter(|e| matches!(e, DetectorEvent::ToolCall(_)))
+                .count();
+            reasoning_seen += want
+                .iter()
+                .flatten()
+                .filter(|e| matches!(e, DetectorEvent::Reasoning(_)))
                 .count();
             if got != want {
                 failures.push(format!(
@@ -157,7 +153,10 @@ async fn component_gives_the_native_events_on_the_corpus_for_every_chunking() {
     );
     // The comparison means something only if the corpus holds calls.
     assert!(calls_seen > 0, "no tool calls in {compared} corpus runs");
-    eprintln!("{compared} corpus runs identical, {calls_seen} tool calls among them");
+    assert!(reasoning_seen > 0, "no reasoning in {compared} corpus runs");
+    eprintln!(
+        "{compared} corpus runs identical, {calls_seen} tool calls and {reasoning_seen} reasoning events among them"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

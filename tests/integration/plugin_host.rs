@@ -80,7 +80,9 @@ async fn other_contract_version_is_refused_naming_supported_versions() {
         panic!("{:?}", info.status)
     };
     assert!(
-        msg.contains("rkmcp:plugin@0.2.0") && msg.contains("rkmcp:plugin@0.1.0"),
+        msg.contains("rkmcp:plugin@9.0.0")
+            && msg.contains("rkmcp:plugin@0.2.0, @0.1.0")
+            && msg.contains("future.wasm"),
         "{msg}"
     );
     let err = host
@@ -88,11 +90,12 @@ async fn other_contract_version_is_refused_naming_supported_versions() {
         .err()
         .expect("refused");
     assert!(
-        err.to_string().contains("supports only rkmcp:plugin@0.1.0"),
+        err.to_string()
+            .contains("supports only rkmcp:plugin@0.2.0, @0.1.0"),
         "{err}"
     );
     let e = host.detector("future").err().expect("refused");
-    assert!(e.to_string().contains("0.2.0"), "{e}");
+    assert!(e.to_string().contains("9.0.0"), "{e}");
     // The host keeps serving the others.
     let mut s = host
         .detector("healthy")

@@ -6,8 +6,10 @@
 //! said so far, and only what the plugin had not yet reported is passed on (the user never sees
 //! text twice, no call is run twice). The switch is reported as a notice.
 //!
-//! Reasoning is split off before a plugin reads anything: the `rkmcp:plugin@0.1.0` contract has
-//! no reasoning event, and a call written while reasoning must never run.
+//! Reasoning is split off before a plugin reads anything, whatever its contract version: a 0.1.0
+//! plugin has no reasoning event, a 0.2.0 one is not told whether the prompt opened a reasoning
+//! block, and a call written while reasoning must never run whatever the plugin does. (A 0.2.0
+//! plugin may still report reasoning of its own; it is passed on as reasoning.)
 use rkmcp_plugin_host::{Detector, DetectorSession};
 use rkmcp_tool_formats::{
     DetectorEvent, DetectorOptions, ReasoningFilter, ToolCallDetector, ToolFormat,

@@ -90,7 +90,11 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
             )
         }
     };
-    let model = SharedBackend::open(options.model.clone());
+    let mut model_config = options.model.clone();
+    if model_config.prompt_cache {
+        model_config.prompt_cache_dir = Some(rkmcp_llm::store::prompt_cache_dir());
+    }
+    let model = SharedBackend::open(model_config);
     let (sessions, backend) = tokio::join!(servers, model);
     let backend = match backend {
         Ok(b) => b,

@@ -87,9 +87,15 @@ pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
                     ))
                     .into());
                 }
-                if auth.grant == Grant::ClientCredentials {
+                let by_itself = match auth.grant {
+                    Grant::ClientCredentials => Some("client_credentials"),
+                    Grant::JwtBearer => Some("jwt_bearer"),
+                    Grant::EnterpriseManaged => Some("enterprise_managed"),
+                    Grant::AuthorizationCode => None,
+                };
+                if let Some(grant) = by_itself {
                     return Err(UsageError(format!(
-                        "server `{}` signs in with its client credentials by itself (auth.grant = \"client_credentials\"); no login needed",
+                        "server `{}` signs in by itself (auth.grant = \"{grant}\"); no login needed",
                         server.name
                     ))
                     .into());

@@ -66,7 +66,18 @@ pub async fn run(_ctx: &Context, args: ConformanceArgs) -> anyhow::Result<ExitCo
         "conformance: scenario `{scenario}`, protocol {protocol}, server {}",
         args.url
     );
-    let config = server_config(&args.url, &protocol, &scenario, args.context.as_deref())?;
+    // Keys and JWTs from the context go into files (0600, in a private folder removed at
+    // exit), which the config then names, as a user's config would.
+    let secrets = tempfile::Builder::new()
+        .prefix("rkmcp-conformance-")
+        .tempdir()?;
+    let config = server_config(
+        &args.url,
+        &protocol,
+        &scenario,
+        args.context.as_deref(),
+        secrets.path(),
+    )?;
     if scenario.starts_with("auth/") {
         // The suite's authorization servers approve at once; sign in without a person.
         crate::mcp::auth::approve_without_a_person();
@@ -173,21 +184,31 @@ fn context_tool_calls(context: Option<&str>) -> Vec<(String, Map<String, Value>)
 /// The client's CIMD URL the suite expects (its `auth/basic-cimd` scenario).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// `[servers.auth]` for an auth scenario, from its context, as a user would write it: client
-/// credentials for the `client-credentials` scenarios, a pre-registered client where the context
-/// has one, and always the client's metadata document URL (used where the server supports it).
-fn auth_table(scenario: &str, context: Option<&str>) -> Option<toml::Table> {
+/// `[servers.auth]` for an auth scenario, from its context, as a user would write it:
+/// - a private key (`private_key_pem`): client credentials with `private_key_jwt`;
+/// - a workload JWT (`valid_jwt`): the JWT bearer grant (workload identity federation);
+/// - an IdP (`idp_token_endpoint`, `idp_id_token`): enterprise-managed authorization;
+/// - client credentials for the `client-credentials` scenarios, a pre-registered client where
+///   the context has one, and otherwise the client's metadata document URL.
+///
+/// Keys and JWTs are written to files in `secrets` and named by path.
+fn auth_table(
+    scenario: &str,
+    context: Option<&str>,
+    secrets: &Path,
+) -> anyhow::Result<Option<toml::Table>> {
     if !scenario.starts_with("auth/") {
-        return None;
+        return Ok(None);
     }
     let context: Value = context
         .and_then(|c| serde_json::from_str(c).ok())
         .unwrap_or_default();
     let mut auth = toml::Table::new();
     let field = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_string);
-    if context.get("private_key_pem").is_some() {
-        eprintln!("conformance: private_key_jwt client authentication is not supported");
-    }
+    let file = |name: &str, contents: &str| -> anyhow::Result<toml::Value> {
+        let path = write_private(secrets, name, contents)?;
+        Ok(path.display().to_string().into())
+    };
     if let Some(id) = field("client_id") {
         auth.insert("client_id".into(), id.into());
         if let Some(secret) = field("client_secret") {
@@ -197,10 +218,38 @@ fn auth_table(scenario: &str, context: Option<&str>) -> Option<toml::Table> {
             auth.insert("grant".into(), "client_credentials".into());
         }
     }
+    if let Some(pem) = field("private_key_pem") {
+        auth.insert("grant".into(), "client_credentials".into());
+        auth.insert("private_key_file".into(), file("client-key.pem", &pem)?);
+        if let Some(alg) = field("signing_algorithm") {
+            auth.insert("private_key_algorithm".into(), alg.into());
+        }
+    } else if let Some(jwt) = field("valid_jwt") {
+        auth.insert("grant".into(), "jwt_bearer".into());
+        auth.insert("assertion_file".into(), file("workload.jwt", &jwt)?);
+    } else if let (Some(endpoint), Some(id_token)) =
+        (field("idp_token_endpoint"), field("idp_id_token"))
+    {
+        auth.insert("grant".into(), "enterprise_managed".into());
+        auth.insert("idp_token_endpoint".into(), endpoint.into());
+        auth.insert("assertion_file".into(), file("id-token.jwt", &id_token)?);
+        if let Some(id) = field("idp_client_id") {
+            auth.insert("idp_client_id".into(), id.into());
+        }
+    }
     if !auth.contains_key("client_id") {
         auth.insert("client_metadata_url".into(), CLIENT_METADATA_URL.into());
     }
-    Some(auth)
+    Ok(Some(auth))
+}
+
+/// Writes a file only its owner can read (tempfile creates it 0600) and keeps it in `dir`.
+fn write_private(dir: &Path, name: &str, contents: &str) -> anyhow::Result<std::path::PathBuf> {
+    use std::io::Write;
+    let mut file = tempfile::Builder::new().prefix(name).tempfile_in(dir)?;
+    file.write_all(contents.as_bytes())?;
+    let (_, path) = file.keep()?;
+    Ok(path)
 }
 
 fn server_config(
@@ -208,6 +257,7 @@ fn server_config(
     protocol: &str,
     scenario: &str,
     context: Option<&str>,
+    secrets: &Path,
 ) -> anyhow::Result<config::Config> {
     let mut server = toml::Table::new();
     server.insert("name".into(), SERVER.into());
@@ -217,7 +267,7 @@ fn server_config(
     // The suite's own timeout is 30 s per scenario; fail inside it with a message.
     server.insert("connect_timeout".into(), "25s".into());
     server.insert("request_timeout".into(), "20s".into());
-    if let Some(auth) = auth_table(scenario, context) {
+    if let Some(auth) = auth_table(scenario, context, secrets)? {
         server.insert("auth".into(), toml::Value::Table(auth));
     }
     let mut root = toml::Table::new();

@@ -9,10 +9,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod auth;
 mod file;
 mod raw;
 pub mod subst;
 
+pub use auth::{AuthConfig, Grant, SigningAlgorithm, TokenEndpointAuth};
 pub use file::{Format, nearest};
 use raw::{RawConfig, RawServer};
 
@@ -139,114 +141,6 @@ impl ServerConfig {
     pub fn max_message_bytes(&self) -> usize {
         (self.max_message_mb * 1024.0 * 1024.0) as usize
     }
-}
-
-/// The OAuth grant a server is signed in with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Grant {
-    /// A person signs in in a browser (`rkmcp auth login`); tokens are stored and refreshed.
-    #[default]
-    AuthorizationCode,
-    /// The client signs in as itself with its own credentials; no person, nothing stored.
-    ClientCredentials,
-}
-
-/// How a confidential client authenticates at the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TokenEndpointAuth {
-    ClientSecretBasic,
-    ClientSecretPost,
-}
-
-/// `[servers.auth]`, resolved. Serializing never shows the secret, only whether one is set.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct AuthConfig {
-    pub grant: Grant,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_id: Option<String>,
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "secret_mask"
-    )]
-    pub client_secret: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token_endpoint_auth_method: Option<TokenEndpointAuth>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client_metadata_url: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub scopes: Vec<String>,
-    /// The environment variable's name; its value is read when connecting, never stored here.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bearer_token_env: Option<String>,
-}
-
-fn secret_mask<S: serde::Serializer>(value: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(_) => s.serialize_str("***"),
-        None => s.serialize_none(),
-    }
-}
-
-fn resolve_auth(raw: &raw::RawAuth) -> Result<AuthConfig, String> {
-    let grant = match raw.grant.as_deref() {
-        None | Some("authorization_code") => Grant::AuthorizationCode,
-        Some("client_credentials") => Grant::ClientCredentials,
-        Some(other) => {
-            let hint = nearest(other, &["authorization_code", "client_credentials"])
-                .map(|g| format!(" — did you mean `{g}`?"))
-                .unwrap_or_default();
-            return Err(format!(
-                "`auth.grant`: unknown grant `{other}`{hint} (valid: authorization_code, client_credentials)"
-            ));
-        }
-    };
-    let token_endpoint_auth_method = match raw.token_endpoint_auth_method.as_deref() {
-        None => None,
-        Some("client_secret_basic") => Some(TokenEndpointAuth::ClientSecretBasic),
-        Some("client_secret_post") => Some(TokenEndpointAuth::ClientSecretPost),
-        Some(other) => {
-            return Err(format!(
-                "`auth.token_endpoint_auth_method`: `{other}` is not supported (valid: client_secret_basic, client_secret_post)"
-            ));
-        }
-    };
-    if raw.client_secret.is_some() && raw.client_id.is_none() {
-        return Err(
-            "`auth.client_secret` needs `auth.client_id` (the client the secret belongs to)".into(),
-        );
-    }
-    if grant == Grant::ClientCredentials && (raw.client_id.is_none() || raw.client_secret.is_none())
-    {
-        return Err(
-            "`auth.grant = \"client_credentials\"` needs `auth.client_id` and `auth.client_secret`"
-                .into(),
-        );
-    }
-    if let Some(url) = &raw.client_metadata_url
-        && !url.starts_with("https://")
-    {
-        return Err(format!(
-            "`auth.client_metadata_url` must be an https:// URL (it is the client's identity), not `{url}`"
-        ));
-    }
-    if let Some(var) = &raw.bearer_token_env
-        && (var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-    {
-        return Err(format!(
-            "`auth.bearer_token_env` names an environment variable (e.g. \"MY_SERVER_TOKEN\"), not `{var}`"
-        ));
-    }
-    Ok(AuthConfig {
-        grant,
-        client_id: raw.client_id.clone(),
-        client_secret: raw.client_secret.clone(),
-        token_endpoint_auth_method,
-        client_metadata_url: raw.client_metadata_url.clone(),
-        scopes: raw.scopes.clone(),
-        bearer_token_env: raw.bearer_token_env.clone(),
-    })
 }
 
 /// The MCP protocol versions rkmcp speaks, newest first (checked against rmcp's list in
@@ -711,7 +605,7 @@ fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, ConfigError> {
                     "`[servers.auth]` is for remote (`url`) servers; a stdio server gets credentials through `env`".into(),
                 ));
             }
-            Some(a) => Some(resolve_auth(a).map_err(&err)?),
+            Some(a) => Some(auth::resolve_auth(a, &base).map_err(&err)?),
             None => None,
         };
         let health_interval = match &raw.health_interval {
@@ -1012,6 +906,36 @@ scopes = ["mcp:tools"]
     }
 
     #[test]
+    fn enterprise_and_key_settings_never_serialize_secrets() {
+        let c = load(
+            r#"
+[[servers]]
+name = "corp"
+url = "https://corp.example.com/mcp"
+[servers.auth]
+grant = "enterprise_managed"
+client_id = "rkmcp"
+client_secret = "as-s3cret"
+idp_token_endpoint = "https://idp.example.com/token"
+idp_client_id = "rkmcp-at-idp"
+idp_client_secret = "idp-s3cret"
+assertion_env = "CORP_ID_TOKEN"
+"#,
+        )
+        .unwrap();
+        let auth = c.servers[0].auth.clone().unwrap();
+        assert_eq!(auth.grant, Grant::EnterpriseManaged);
+        assert_eq!(auth.idp_client_secret.as_deref(), Some("idp-s3cret"));
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("s3cret"), "{json}");
+        assert!(json.contains("\"idp_client_secret\":\"***\""), "{json}");
+        assert!(
+            json.contains("\"assertion_env\":\"CORP_ID_TOKEN\""),
+            "{json}"
+        );
+    }
+
+    #[test]
     fn servers_auth_mistakes_are_named() {
         let cases = [
             (
@@ -1033,7 +957,43 @@ scopes = ["mcp:tools"]
             ),
             (
                 "token_endpoint_auth_method = \"private_key_jwt\"",
+                "needs `auth.private_key_file`",
+            ),
+            (
+                "token_endpoint_auth_method = \"tls_client_auth\"",
                 "not supported",
+            ),
+            (
+                "client_id = \"c\"\nprivate_key_file = \"/nonexistent/k.pem\"",
+                "`auth.private_key_file`: cannot read /nonexistent/k.pem",
+            ),
+            (
+                "private_key_file = \"/nonexistent/k.pem\"",
+                "`auth.private_key_file` needs `auth.client_id`",
+            ),
+            (
+                "client_id = \"c\"\nprivate_key_file = \"k.pem\"\nprivate_key_algorithm = \"HS256\"",
+                "`auth.private_key_algorithm`: `HS256` is not a supported signing algorithm",
+            ),
+            (
+                "grant = \"jwt_bearer\"",
+                "needs `auth.assertion_file` or `auth.assertion_env`",
+            ),
+            (
+                "grant = \"jwt_bearer\"\nassertion_env = \"A B\"",
+                "`auth.assertion_env` names an environment variable",
+            ),
+            (
+                "assertion_file = \"a.jwt\"",
+                "are for `grant = \"jwt_bearer\"` or `\"enterprise_managed\"`",
+            ),
+            (
+                "grant = \"enterprise_managed\"\nclient_id = \"c\"\nassertion_file = \"id.jwt\"",
+                "needs `auth.idp_token_endpoint`",
+            ),
+            (
+                "idp_token_endpoint = \"https://idp/token\"",
+                "are for `grant = \"enterprise_managed\"`",
             ),
         ];
         for (auth, expected) in cases {

@@ -132,6 +132,26 @@ pub struct RawAuth {
     /// The name of an environment variable holding a static bearer token.
     #[serde(default, deserialize_with = "super::subst::opt_string")]
     pub bearer_token_env: Option<String>,
+    /// `private_key_jwt`: the client's private key (PEM file; relative to the config's folder).
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub private_key_file: Option<String>,
+    /// `private_key_jwt`: the signing algorithm (default: the one the key fits).
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub private_key_algorithm: Option<String>,
+    /// `jwt_bearer` / `enterprise_managed`: a file holding the JWT to start from.
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub assertion_file: Option<String>,
+    /// `jwt_bearer` / `enterprise_managed`: an environment variable holding that JWT.
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub assertion_env: Option<String>,
+    /// `enterprise_managed`: the identity provider's token endpoint (RFC 8693 token exchange).
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub idp_token_endpoint: Option<String>,
+    /// `enterprise_managed`: rkmcp's client at the identity provider.
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub idp_client_id: Option<String>,
+    #[serde(default, deserialize_with = "super::subst::opt_string")]
+    pub idp_client_secret: Option<String>,
 }
 
 /// A duration: a number of seconds (`30`, `0.5`) or a string (`"30s"`, `"500ms"`, `"2m"`).

@@ -29,7 +29,7 @@ use super::namespace;
 use super::relay::{self, InFlight};
 use crate::chat::approval::{ApprovalRequest, Approver, Verdict};
 use crate::mcp::naming::{self, ServerTools};
-use crate::mcp::{Session, SessionManager};
+use crate::mcp::{Catalog, Session, SessionManager};
 
 /// What every connection shares.
 pub struct Shared {
@@ -220,6 +220,37 @@ impl Gateway {
         namespace::namespaced_uri(session.name(), !session.config.prefix.is_empty(), uri)
     }
 
+    /// Every session's `list` (resources or templates), each item's URI (`uri`) as the
+    /// gateway's clients see it.
+    fn catalog_items<T: Clone>(
+        &self,
+        list: impl Fn(&Catalog) -> &Arc<Vec<T>>,
+        uri: impl Fn(&mut T) -> &mut String,
+    ) -> Vec<T> {
+        let mut all = Vec::new();
+        for session in self.manager().sessions().iter() {
+            let catalog = session.catalog();
+            all.extend(list(&catalog).iter().map(|item| {
+                let mut item = item.clone();
+                let own = uri(&mut item);
+                *own = Self::uri_out(session, own);
+                item
+            }));
+        }
+        all
+    }
+
+    /// The page of `all` the request's cursor asks for, as the list's result.
+    fn page<T: Clone, R: ListResult<T>>(
+        &self,
+        all: Vec<T>,
+        request: &Option<PaginatedRequestParams>,
+    ) -> Result<R, ErrorData> {
+        let (items, next) =
+            namespace::page(&all, cursor(request).as_deref(), self.shared.page_size)?;
+        Ok(R::page(items, next))
+    }
+
     async fn call(
         &self,
         request: CallToolRequestParams,
@@ -318,6 +349,30 @@ fn denied(by: &str, reason: &str) -> CallToolResult {
     ))])
 }
 
+/// One page of a list result. rmcp's four list results share their shape but no trait.
+trait ListResult<T> {
+    fn page(items: Vec<T>, next: Option<String>) -> Self;
+}
+
+macro_rules! list_result {
+    ($($result:ty => $item:ty),* $(,)?) => {$(
+        impl ListResult<$item> for $result {
+            fn page(items: Vec<$item>, next: Option<String>) -> Self {
+                let mut result = <$result>::with_all_items(items);
+                result.next_cursor = next;
+                result
+            }
+        }
+    )*};
+}
+
+list_result! {
+    ListToolsResult => Tool,
+    ListResourcesResult => Resource,
+    ListResourceTemplatesResult => ResourceTemplate,
+    ListPromptsResult => Prompt,
+}
+
 fn cursor(params: &Option<PaginatedRequestParams>) -> Option<String> {
     params.as_ref().and_then(|p| p.cursor.clone())
 }
@@ -349,14 +404,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.observe("tools/list", None, None, &context, |_| "ok", async {
-            let (tools, next) = namespace::page(
-                &self.tools(),
-                cursor(&request).as_deref(),
-                self.shared.page_size,
-            )?;
-            let mut result = ListToolsResult::with_all_items(tools);
-            result.next_cursor = next;
-            Ok(result)
+            self.page(self.tools(), &request)
         })
         .await
     }
@@ -404,27 +452,8 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.observe("resources/list", None, None, &context, |_| "ok", async {
-            let all: Vec<Resource> = self
-                .manager()
-                .sessions()
-                .iter()
-                .flat_map(|s| {
-                    s.catalog()
-                        .resources
-                        .iter()
-                        .map(|r| {
-                            let mut r = r.clone();
-                            r.uri = Self::uri_out(s, &r.uri);
-                            r
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            let (items, next) =
-                namespace::page(&all, cursor(&request).as_deref(), self.shared.page_size)?;
-            let mut result = ListResourcesResult::with_all_items(items);
-            result.next_cursor = next;
-            Ok(result)
+            let all = self.catalog_items(|c| &c.resources, |r: &mut Resource| &mut r.uri);
+            self.page(all, &request)
         })
         .await
     }
@@ -441,27 +470,11 @@ impl ServerHandler for Gateway {
             &context,
             |_| "ok",
             async {
-                let all: Vec<ResourceTemplate> = self
-                    .manager()
-                    .sessions()
-                    .iter()
-                    .flat_map(|s| {
-                        s.catalog()
-                            .resource_templates
-                            .iter()
-                            .map(|t| {
-                                let mut t = t.clone();
-                                t.uri_template = Self::uri_out(s, &t.uri_template);
-                                t
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .collect();
-                let (items, next) =
-                    namespace::page(&all, cursor(&request).as_deref(), self.shared.page_size)?;
-                let mut result = ListResourceTemplatesResult::with_all_items(items);
-                result.next_cursor = next;
-                Ok(result)
+                let all = self.catalog_items(
+                    |c| &c.resource_templates,
+                    |t: &mut ResourceTemplate| &mut t.uri_template,
+                );
+                self.page(all, &request)
             },
         )
         .await
@@ -580,11 +593,7 @@ impl ServerHandler for Gateway {
                     prompt
                 })
                 .collect();
-            let (items, next) =
-                namespace::page(&all, cursor(&request).as_deref(), self.shared.page_size)?;
-            let mut result = ListPromptsResult::with_all_items(items);
-            result.next_cursor = next;
-            Ok(result)
+            self.page(all, &request)
         })
         .await
     }

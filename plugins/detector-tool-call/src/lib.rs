@@ -45,10 +45,9 @@ fn convert(events: Vec<DetectorEvent>) -> Vec<Event> {
         .into_iter()
         .map(|e| match e {
             DetectorEvent::Text(t) => Event::Text(t),
-            // `rkmcp:plugin@0.1.0` has no reasoning event; the host splits reasoning off before
-            // a 0.1.0 plugin reads the answer, so this is only an answer that starts with a
-            // reasoning marker of its own: it is shown as it was written.
-            DetectorEvent::Reasoning(t) => Event::Text(t),
+            // Contract 0.2.0 carries reasoning apart from the answer, exactly as the native
+            // detector reports it.
+            DetectorEvent::Reasoning(t) => Event::Reasoning(t),
             DetectorEvent::ToolCall(c) => Event::tool_call(c.id, c.name, &c.arguments),
             DetectorEvent::Malformed { raw, error } => Event::malformed(raw, error),
         })

@@ -1,7 +1,7 @@
 //! The Rust SDK for rkmcp plugins.
 //!
 //! An rkmcp plugin is a WebAssembly component (`wasm32-wasip2`) that exports one interface of the
-//! WIT package `rkmcp:plugin@0.1.0` (`wit/rkmcp-plugin@0.1.0/`). With this crate a Rust plugin is
+//! WIT package `rkmcp:plugin@0.2.0` (`wit/rkmcp-plugin@0.2.0/`). With this crate a Rust plugin is
 //! one trait impl and one macro; the generated bindings stay inside the SDK:
 //!
 //! ```ignore
@@ -48,7 +48,7 @@ pub mod __private {
     pub mod detector {
         wit_bindgen::generate!({
             world: "detector-plugin",
-            path: "../../wit/rkmcp-plugin@0.1.0",
+            path: "../../wit/rkmcp-plugin@0.2.0",
             pub_export_macro: true,
             additional_derives: [PartialEq, Eq],
             export_macro_name: "__export_detector_world",
@@ -59,14 +59,14 @@ pub mod __private {
     pub mod schema_converter {
         wit_bindgen::generate!({
             world: "schema-converter-plugin",
-            path: "../../wit/rkmcp-plugin@0.1.0",
+            path: "../../wit/rkmcp-plugin@0.2.0",
             pub_export_macro: true,
             additional_derives: [PartialEq, Eq],
             export_macro_name: "__export_schema_converter_world",
             default_bindings_module: "rkmcp_plugin_sdk::__private::schema_converter",
             with: {
-                "rkmcp:plugin/types@0.1.0": crate::__private::detector::rkmcp::plugin::types,
-                "rkmcp:plugin/host@0.1.0": crate::__private::detector::rkmcp::plugin::host,
+                "rkmcp:plugin/types@0.2.0": crate::__private::detector::rkmcp::plugin::types,
+                "rkmcp:plugin/host@0.2.0": crate::__private::detector::rkmcp::plugin::host,
             },
         });
     }
@@ -74,14 +74,14 @@ pub mod __private {
     pub mod approval_guard {
         wit_bindgen::generate!({
             world: "approval-guard-plugin",
-            path: "../../wit/rkmcp-plugin@0.1.0",
+            path: "../../wit/rkmcp-plugin@0.2.0",
             pub_export_macro: true,
             additional_derives: [PartialEq, Eq],
             export_macro_name: "__export_approval_guard_world",
             default_bindings_module: "rkmcp_plugin_sdk::__private::approval_guard",
             with: {
-                "rkmcp:plugin/types@0.1.0": crate::__private::detector::rkmcp::plugin::types,
-                "rkmcp:plugin/host@0.1.0": crate::__private::detector::rkmcp::plugin::host,
+                "rkmcp:plugin/types@0.2.0": crate::__private::detector::rkmcp::plugin::types,
+                "rkmcp:plugin/host@0.2.0": crate::__private::detector::rkmcp::plugin::host,
             },
         });
     }
@@ -89,14 +89,14 @@ pub mod __private {
     pub mod transport {
         wit_bindgen::generate!({
             world: "transport-plugin",
-            path: "../../wit/rkmcp-plugin@0.1.0",
+            path: "../../wit/rkmcp-plugin@0.2.0",
             pub_export_macro: true,
             additional_derives: [PartialEq, Eq],
             export_macro_name: "__export_transport_world",
             default_bindings_module: "rkmcp_plugin_sdk::__private::transport",
             with: {
-                "rkmcp:plugin/types@0.1.0": crate::__private::detector::rkmcp::plugin::types,
-                "rkmcp:plugin/host@0.1.0": crate::__private::detector::rkmcp::plugin::host,
+                "rkmcp:plugin/types@0.2.0": crate::__private::detector::rkmcp::plugin::types,
+                "rkmcp:plugin/host@0.2.0": crate::__private::detector::rkmcp::plugin::host,
             },
         });
     }
@@ -114,7 +114,7 @@ pub use wit_types::{
 };
 
 /// The WIT package version this SDK builds against.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 // ------------------------------------------------------------------------------------------
 // The plugin traits
@@ -239,6 +239,11 @@ impl Config {
 impl Event {
     pub fn text(text: impl Into<String>) -> Event {
         Event::Text(text.into())
+    }
+
+    /// The model's reasoning, apart from the answer (contract 0.2.0).
+    pub fn reasoning(text: impl Into<String>) -> Event {
+        Event::Reasoning(text.into())
     }
 
     /// A call whose arguments are serialised from a JSON value (the host requires an object).

@@ -150,6 +150,7 @@ impl SamplingConfig {
 /// stop = ["</answer>"]
 /// chat_template = "chatml"          # a built-in name or a Jinja template; default: the model's own
 /// native_tools = true               # RKLLM: rkllm_set_function_tools
+/// prompt_cache = true               # llama.cpp: the system prompt's KV state kept between runs
 /// [model.sampling]
 /// temperature = 0.7
 /// top_k = 40
@@ -181,6 +182,14 @@ pub struct ModelConfig {
     pub enable_thinking: bool,
     /// Keep the KV cache between turns so earlier turns are not processed again.
     pub keep_history: bool,
+    /// llama.cpp: keep the first prompt's KV state in `$XDG_CACHE_HOME/rkmcp/prompt-cache/`, so
+    /// the next run does not process the system prompt and tool list again.
+    pub prompt_cache: bool,
+    /// Where [`Self::prompt_cache`] keeps its files; set by the application (rkmcp's chat and
+    /// ask: `$XDG_CACHE_HOME/rkmcp/prompt-cache/`), so that a library user or a test that did not
+    /// ask for it never reads state a previous run left.
+    #[serde(skip)]
+    pub prompt_cache_dir: Option<PathBuf>,
 }
 
 impl Default for ModelConfig {
@@ -199,6 +208,8 @@ impl Default for ModelConfig {
             native_tools: false,
             enable_thinking: false,
             keep_history: true,
+            prompt_cache: true,
+            prompt_cache_dir: None,
         }
     }
 }

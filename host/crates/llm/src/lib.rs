@@ -146,7 +146,12 @@ pub fn open_backend(config: &ModelConfig) -> Result<Box<dyn Backend>, LlmError> 
         }
         #[cfg(feature = "llama")]
         _ => {
-            let backend = llama::LlamaBackend::load(&model, config)?;
+            let mut backend = llama::LlamaBackend::load(&model, config)?;
+            if config.prompt_cache
+                && let Some(dir) = &config.prompt_cache_dir
+            {
+                backend = backend.with_prompt_cache(dir);
+            }
             backend.prepare_guidance();
             Ok(Box::new(backend))
         }

@@ -24,7 +24,9 @@ use crate::template::ChatTemplate;
 use crate::text::{StopScanner, Utf8Assembler};
 
 mod constrain;
+mod prompt_cache;
 use constrain::{Constraint, Guidance, TokenSampler};
+use prompt_cache::PromptCache;
 
 /// llama.cpp's global state may be initialised once per process.
 fn ggml() -> Result<&'static GgmlBackend, LlmError> {
@@ -57,6 +59,8 @@ pub struct LlamaBackend {
     bos_text: String,
     /// llguidance's parser factory for this vocabulary (built on first use).
     guidance: Guidance,
+    /// The first prompt's KV state on disk, for the next process (see [`Self::with_prompt_cache`]).
+    prompt_cache: Option<PromptCache>,
 }
 
 impl std::fmt::Debug for LlamaBackend {
@@ -137,7 +141,15 @@ impl LlamaBackend {
             threads,
             bos_text,
             guidance: Guidance::default(),
+            prompt_cache: None,
         })
+    }
+
+    /// Keeps the first prompt's KV state in `dir` and starts from the state a previous process
+    /// kept there (see [`prompt_cache`]). Only prompts that may reuse the KV cache use it.
+    pub fn with_prompt_cache(mut self, dir: &Path) -> Self {
+        self.prompt_cache = PromptCache::new(dir, &self.path, self.n_ctx);
+        self
     }
 
     /// Builds llguidance's view of the vocabulary now rather than in the first constrained
@@ -320,7 +332,15 @@ impl Backend for LlamaBackend {
         // Reuse the longest common prefix with what is in the KV cache; at least the last
         // prompt token is decoded again, for its logits.
         let mut keep = 0;
-        if request.reuse_cache && self.config.keep_history {
+        let reuse = request.reuse_cache && self.config.keep_history;
+        if reuse
+            && self.cached.is_empty()
+            && let Some(cache) = &mut self.prompt_cache
+        {
+            self.ctx.clear_kv_cache();
+            self.cached = cache.load(&mut self.ctx, self.n_ctx);
+        }
+        if reuse {
             keep = self
                 .cached
                 .iter()
@@ -373,6 +393,12 @@ impl Backend for LlamaBackend {
             pos += chunk.len();
         }
         let prefill_ms = prefill_start.elapsed().as_secs_f64() * 1000.0;
+        if reuse
+            && pos == tokens.len()
+            && let Some(cache) = &mut self.prompt_cache
+        {
+            cache.save(&self.ctx, &self.cached, keep);
+        }
 
         let mut stops: Vec<String> = self.config.stop.clone();
         stops.extend(request.stop.iter().cloned());

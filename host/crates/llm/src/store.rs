@@ -42,14 +42,24 @@ pub struct ModelEntry {
     pub default: bool,
 }
 
-/// The store folder (it may not exist yet).
-pub fn models_dir() -> PathBuf {
-    let data = std::env::var_os("XDG_DATA_HOME")
+/// `$VAR/rkmcp`, else `~/FALLBACK/rkmcp` (the XDG base directory rules).
+fn xdg_dir(var: &str, fallback: &str) -> PathBuf {
+    std::env::var_os(var)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from(".local/share"));
-    data.join("rkmcp").join("models")
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))
+        .unwrap_or_else(|| PathBuf::from(fallback))
+        .join("rkmcp")
+}
+
+/// The store folder (it may not exist yet).
+pub fn models_dir() -> PathBuf {
+    xdg_dir("XDG_DATA_HOME", ".local/share").join("models")
+}
+
+/// Where llama.cpp's prompt states are kept between runs (`[model] prompt_cache`).
+pub fn prompt_cache_dir() -> PathBuf {
+    xdg_dir("XDG_CACHE_HOME", ".cache").join("prompt-cache")
 }
 
 pub fn default_model_path() -> PathBuf {

@@ -30,6 +30,11 @@ pub fn text(t: String) -> DetectorEvent {
     DetectorEvent::Text(rkmcp_term_safe::sanitized(t))
 }
 
+/// A detector's reasoning event (contract 0.2.0): model output the user may read, dimmed.
+pub fn reasoning(t: String) -> DetectorEvent {
+    DetectorEvent::Reasoning(rkmcp_term_safe::sanitized(t))
+}
+
 /// A detector's tool call. The name and id are shown in approval prompts: one line, clean.
 pub fn tool_call(id: String, name: String, arguments_json: String) -> DetectorEvent {
     let name = rkmcp_term_safe::sanitized_inline(name);

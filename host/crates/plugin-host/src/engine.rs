@@ -77,7 +77,7 @@ impl Runtime {
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
-        crate::v0_1_0::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
+        crate::wit::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
         crate::caps::net::add_name_lookup_guard(&mut linker)?;
 
         let mut hasher = std::collections::hash_map::DefaultHasher::new();

@@ -12,7 +12,11 @@ pub use rkmcp_tool_formats::{DetectorEvent, ToolCall};
 use crate::error::PluginError;
 use crate::plugin::{KindPre, Loaded, guarded};
 use crate::state::PluginState;
-use crate::v0_1_0::{approval_guard, detector, schema_converter, transport, types};
+use crate::wit::latest::{self, types};
+use crate::wit::{
+    ApprovalGuardBindings, DetectorBindings, SchemaConverterBindings, TransportBindings,
+    per_version,
+};
 
 fn wrong_kind(plugin: &Loaded, wanted: &str) -> PluginError {
     PluginError::unusable(
@@ -34,7 +38,7 @@ pub struct Detector {
 pub struct DetectorSession {
     plugin: Arc<Loaded>,
     store: Store<PluginState>,
-    bindings: detector::DetectorPlugin,
+    bindings: DetectorBindings,
     session: ResourceAny,
     ended: Option<String>,
 }
@@ -59,13 +63,14 @@ impl Detector {
             return Err(wrong_kind(plugin, "detector"));
         };
         let mut store = plugin.new_store()?;
-        guarded!(
+        per_version!(pre, p => guarded!(
             plugin,
             &mut store,
             "instantiate",
             plugin.settings.timeout,
-            pre.instantiate_async(&mut store)
-        )?;
+            p.instantiate_async(&mut store)
+        )
+        .map(drop))?;
         Ok(())
     }
 
@@ -78,22 +83,21 @@ impl Detector {
         };
         let mut store = plugin.new_store()?;
         let timeout = plugin.settings.timeout;
-        let bindings = guarded!(
+        let bindings = per_version!(map pre, p => guarded!(
             plugin,
             &mut store,
             "instantiate",
             timeout,
-            pre.instantiate_async(&mut store)
-        )?;
-        let started = guarded!(
+            p.instantiate_async(&mut store)
+        ))?;
+        let started = per_version!(&bindings, b => guarded!(
             plugin,
             &mut store,
             "start-session",
             timeout,
-            bindings
-                .rkmcp_plugin_detector()
+            b.rkmcp_plugin_detector()
                 .call_start_session(&mut store, format)
-        )?;
+        ))?;
         let session = started.map_err(|message| PluginError::Refused {
             plugin: plugin.name.to_string(),
             call: "start-session".into(),
@@ -118,12 +122,17 @@ fn event_bytes(events: &[types::Event]) -> usize {
         .map(|e| {
             PER_EVENT
                 + match e {
-                    types::Event::Text(t) => t.len(),
+                    types::Event::Text(t) | types::Event::Reasoning(t) => t.len(),
                     types::Event::ToolCall(c) => c.id.len() + c.name.len() + c.arguments_json.len(),
                     types::Event::Malformed(m) => m.raw.len() + m.error.len(),
                 }
         })
         .sum()
+}
+
+/// An older contract's events in the newest contract's terms (identity for the newest).
+fn events_up<E: Into<types::Event>>(events: Vec<E>) -> Vec<types::Event> {
+    events.into_iter().map(Into::into).collect()
 }
 
 /// Converts the plugin's events to rkmcp's native ones (see [`crate::boundary`]).
@@ -132,6 +141,7 @@ fn convert_events(events: Vec<types::Event>) -> Vec<DetectorEvent> {
         .into_iter()
         .map(|e| match e {
             types::Event::Text(t) => crate::boundary::text(t),
+            types::Event::Reasoning(t) => crate::boundary::reasoning(t),
             types::Event::ToolCall(c) => crate::boundary::tool_call(c.id, c.name, c.arguments_json),
             types::Event::Malformed(m) => crate::boundary::malformed(m.raw, m.error),
         })
@@ -160,19 +170,20 @@ impl DetectorSession {
         self.ensure_live()?;
         let plugin = self.plugin.clone();
         let timeout = plugin.settings.timeout;
-        let r = guarded!(
+        let r = per_version!(&self.bindings, b => guarded!(
             plugin,
             &mut self.store,
             "feed",
             timeout,
-            self.bindings.rkmcp_plugin_detector().session().call_feed(
+            b.rkmcp_plugin_detector().session().call_feed(
                 &mut self.store,
                 self.session,
                 chunk
             )
-        );
+        )
+        .map(|events| events.len()));
         match r {
-            Ok(events) => Ok(events.len()),
+            Ok(events) => Ok(events),
             Err(e) => {
                 self.ended = Some(e.to_string());
                 Err(e)
@@ -194,29 +205,30 @@ impl DetectorSession {
         self.ensure_live()?;
         let plugin = self.plugin.clone();
         let timeout = plugin.settings.timeout;
-        let guest = self.bindings.rkmcp_plugin_detector().session();
-        let (name, r) = match chunk {
-            Some(chunk) => (
-                "feed",
-                guarded!(
+        let name = if chunk.is_some() { "feed" } else { "finish" };
+        let session = self.session;
+        let store = &mut self.store;
+        let r = per_version!(&self.bindings, b => {
+            let guest = b.rkmcp_plugin_detector().session();
+            match chunk {
+                Some(chunk) => guarded!(
                     plugin,
-                    &mut self.store,
+                    &mut *store,
                     "feed",
                     timeout,
-                    guest.call_feed(&mut self.store, self.session, chunk)
-                ),
-            ),
-            None => (
-                "finish",
-                guarded!(
+                    guest.call_feed(&mut *store, session, chunk)
+                )
+                .map(events_up),
+                None => guarded!(
                     plugin,
-                    &mut self.store,
+                    &mut *store,
                     "finish",
                     timeout,
-                    guest.call_finish(&mut self.store, self.session)
-                ),
-            ),
-        };
+                    guest.call_finish(&mut *store, session)
+                )
+                .map(events_up),
+            }
+        });
         let r = r.and_then(|events| {
             plugin.check_events(name, events.len())?;
             plugin.check_output(name, event_bytes(&events))?;
@@ -255,7 +267,7 @@ pub struct Conversion {
 /// discarded and the next call builds a fresh one.
 pub struct SchemaConverter {
     plugin: Arc<Loaded>,
-    slot: Mutex<Option<Slot<schema_converter::SchemaConverterPlugin>>>,
+    slot: Mutex<Option<Slot<SchemaConverterBindings>>>,
 }
 
 impl SchemaConverter {
@@ -275,8 +287,8 @@ impl SchemaConverter {
 
     async fn slot<'a>(
         &self,
-        guard: &'a mut Option<Slot<schema_converter::SchemaConverterPlugin>>,
-    ) -> Result<&'a mut Slot<schema_converter::SchemaConverterPlugin>, PluginError> {
+        guard: &'a mut Option<Slot<SchemaConverterBindings>>,
+    ) -> Result<&'a mut Slot<SchemaConverterBindings>, PluginError> {
         let plugin = &self.plugin;
         plugin.check_health()?;
         if guard.is_none() {
@@ -284,13 +296,13 @@ impl SchemaConverter {
                 return Err(wrong_kind(plugin, "schema-converter"));
             };
             let mut store = plugin.new_store()?;
-            let bindings = guarded!(
+            let bindings = per_version!(map pre, p => guarded!(
                 plugin,
                 &mut store,
                 "instantiate",
                 plugin.settings.timeout,
-                pre.instantiate_async(&mut store)
-            )?;
+                p.instantiate_async(&mut store)
+            ))?;
             *guard = Some(Slot { store, bindings });
         }
         guard
@@ -303,15 +315,15 @@ impl SchemaConverter {
         let plugin = self.plugin.clone();
         let mut guard = self.slot.lock().await;
         let slot = self.slot(&mut guard).await?;
-        let r = guarded!(
+        let r = per_version!(&slot.bindings, b => guarded!(
             plugin,
             &mut slot.store,
             "convert",
             plugin.settings.timeout,
-            slot.bindings
-                .rkmcp_plugin_schema_converter()
+            b.rkmcp_plugin_schema_converter()
                 .call_convert(&mut slot.store, tools_json)
         )
+        .map(|r| r.map(latest::Conversion::from)))
         .and_then(|r| {
             if let Ok(c) = &r {
                 let size = c.system_prompt.len()
@@ -353,15 +365,14 @@ impl SchemaConverter {
         };
         let mut guard = self.slot.lock().await;
         let slot = self.slot(&mut guard).await?;
-        let r = guarded!(
+        let r = per_version!(&slot.bindings, b => guarded!(
             plugin,
             &mut slot.store,
             "format-result",
             plugin.settings.timeout,
-            slot.bindings
-                .rkmcp_plugin_schema_converter()
+            b.rkmcp_plugin_schema_converter()
                 .call_format_result(&mut slot.store, &wit_call, result_json)
-        )
+        ))
         .and_then(|r| {
             if let Ok(s) = &r {
                 plugin.check_output("format-result", s.len())?;
@@ -414,7 +425,7 @@ pub enum Decision {
 
 pub struct ApprovalGuard {
     plugin: Arc<Loaded>,
-    slot: Mutex<Option<Slot<approval_guard::ApprovalGuardPlugin>>>,
+    slot: Mutex<Option<Slot<ApprovalGuardBindings>>>,
 }
 
 impl ApprovalGuard {
@@ -456,27 +467,26 @@ impl ApprovalGuard {
                 return Err(wrong_kind(&plugin, "approval-guard"));
             };
             let mut store = plugin.new_store()?;
-            let bindings = guarded!(
+            let bindings = per_version!(map pre, p => guarded!(
                 plugin,
                 &mut store,
                 "instantiate",
                 plugin.settings.timeout,
-                pre.instantiate_async(&mut store)
-            )?;
+                p.instantiate_async(&mut store)
+            ))?;
             *guard = Some(Slot { store, bindings });
         }
         let Some(slot) = guard.as_mut() else {
             return Err(PluginError::unusable(&plugin.name, "no instance"));
         };
-        let r = guarded!(
+        let r = per_version!(&slot.bindings, b => guarded!(
             plugin,
             &mut slot.store,
             "review",
             plugin.settings.timeout,
-            slot.bindings
-                .rkmcp_plugin_approval_guard()
+            b.rkmcp_plugin_approval_guard()
                 .call_review(&mut slot.store, &wit_call)
-        )
+        ))
         .and_then(|d| {
             let size = match &d {
                 types::Decision::Allow => 0,
@@ -524,11 +534,8 @@ pub enum ConnectionError {
 }
 
 impl ConnectionError {
-    fn from_wit(
-        plugin: &str,
-        e: transport::exports::rkmcp::plugin::transport::TransportError,
-    ) -> Self {
-        use transport::exports::rkmcp::plugin::transport::TransportError as E;
+    fn from_wit(plugin: &str, e: latest::TransportError) -> Self {
+        use latest::TransportError as E;
         let plugin = plugin.to_string();
         let r = crate::boundary::reason;
         match e {
@@ -580,28 +587,28 @@ impl Transport {
         };
         let mut store = plugin.new_store()?;
         let timeout = plugin.settings.timeout;
-        let bindings = guarded!(
+        let bindings = per_version!(map pre, p => guarded!(
             plugin,
             &mut store,
             "instantiate",
             timeout,
-            pre.instantiate_async(&mut store)
-        )?;
+            p.instantiate_async(&mut store)
+        ))?;
         let config: Vec<(String, String)> = plugin
             .settings
             .config
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let conn = guarded!(
+        let conn = per_version!(&bindings, b => guarded!(
             plugin,
             &mut store,
             "connect",
             timeout,
-            bindings
-                .rkmcp_plugin_transport()
+            b.rkmcp_plugin_transport()
                 .call_connect(&mut store, &config)
-        )?
+        )
+        .map(|r| r.map_err(latest::TransportError::from)))?
         .map_err(|e| ConnectionError::from_wit(&plugin.name, e))?;
         Ok(PluginConnection {
             plugin: self.plugin.clone(),
@@ -618,7 +625,7 @@ impl Transport {
 
 struct ConnInner {
     store: Store<PluginState>,
-    bindings: transport::TransportPlugin,
+    bindings: TransportBindings,
     conn: ResourceAny,
     /// Set after a fault: the instance is gone, every later call reports this.
     dead: Option<PluginError>,
@@ -650,14 +657,15 @@ impl PluginConnection {
         if let Some(e) = &inner.dead {
             return Err(e.clone().into());
         }
-        let guest = inner.bindings.rkmcp_plugin_transport().connection();
-        let r = guarded!(
+        let conn = inner.conn;
+        let r = per_version!(&inner.bindings, b => guarded!(
             plugin,
             &mut inner.store,
             "send",
             plugin.settings.timeout,
-            guest.call_send(&mut inner.store, inner.conn, message)
-        );
+            b.rkmcp_plugin_transport().connection().call_send(&mut inner.store, conn, message)
+        )
+        .map(|r| r.map_err(latest::TransportError::from)));
         match r {
             Ok(r) => r.map_err(|e| ConnectionError::from_wit(&plugin.name, e)),
             Err(e) => {
@@ -685,15 +693,16 @@ impl PluginConnection {
             if let Some(e) = &inner.dead {
                 return Err(e.clone().into());
             }
-            let guest = inner.bindings.rkmcp_plugin_transport().connection();
             let ms = slice.as_millis() as u32;
-            let r = guarded!(
+            let conn = inner.conn;
+            let r = per_version!(&inner.bindings, b => guarded!(
                 plugin,
                 &mut inner.store,
                 "receive",
                 plugin.settings.timeout + slice,
-                guest.call_receive(&mut inner.store, inner.conn, ms)
-            );
+                b.rkmcp_plugin_transport().connection().call_receive(&mut inner.store, conn, ms)
+            )
+            .map(|r| r.map_err(latest::TransportError::from)));
             match r {
                 Ok(Ok(Some(message))) => {
                     if let Err(e) = plugin.check_output("receive", message.len()) {
@@ -723,14 +732,15 @@ impl PluginConnection {
         if inner.dead.is_some() || inner.closed {
             return Ok(());
         }
-        let guest = inner.bindings.rkmcp_plugin_transport().connection();
-        let r = guarded!(
+        let conn = inner.conn;
+        let r = per_version!(&inner.bindings, b => guarded!(
             plugin,
             &mut inner.store,
             "close",
             plugin.settings.timeout,
-            guest.call_close(&mut inner.store, inner.conn)
-        );
+            b.rkmcp_plugin_transport().connection().call_close(&mut inner.store, conn)
+        )
+        .map(|r| r.map_err(latest::TransportError::from)));
         inner.closed = true;
         match r {
             Ok(r) => r.map_err(|e| ConnectionError::from_wit(&plugin.name, e)),

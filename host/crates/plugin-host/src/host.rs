@@ -20,7 +20,7 @@ use crate::handles::{
 use crate::kind::{Exported, PluginKind, SUPPORTED_VERSIONS, classify};
 use crate::manifest::{self, Manifest};
 use crate::plugin::{Health, KindPre, Loaded, Settings, guarded};
-use crate::v0_1_0::{approval_guard, detector, schema_converter, transport};
+use crate::wit::{Versioned, latest, per_version, v0_1_0};
 
 /// Where a plugin stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -196,13 +196,14 @@ impl PluginHost {
         let timeout = loaded.settings.timeout;
         let smoke = match &loaded.pre {
             KindPre::Detector(pre) => {
-                guarded!(
+                per_version!(pre, p => guarded!(
                     loaded,
                     &mut store,
                     "instantiate",
                     timeout,
-                    pre.instantiate_async(&mut store)
-                )?;
+                    p.instantiate_async(&mut store)
+                )
+                .map(drop))?;
                 drop(store);
                 let instantiate_ms = start.elapsed().as_secs_f64() * 1e3;
                 let mut s = Detector::new(loaded.clone())?.start_session("").await?;
@@ -219,13 +220,14 @@ impl PluginHost {
                 ));
             }
             KindPre::SchemaConverter(pre) => {
-                guarded!(
+                per_version!(pre, p => guarded!(
                     loaded,
                     &mut store,
                     "instantiate",
                     timeout,
-                    pre.instantiate_async(&mut store)
-                )?;
+                    p.instantiate_async(&mut store)
+                )
+                .map(drop))?;
                 drop(store);
                 let instantiate_ms = start.elapsed().as_secs_f64() * 1e3;
                 let c = SchemaConverter::new(loaded.clone())?;
@@ -247,13 +249,14 @@ impl PluginHost {
                 ));
             }
             KindPre::ApprovalGuard(pre) => {
-                guarded!(
+                per_version!(pre, p => guarded!(
                     loaded,
                     &mut store,
                     "instantiate",
                     timeout,
-                    pre.instantiate_async(&mut store)
-                )?;
+                    p.instantiate_async(&mut store)
+                )
+                .map(drop))?;
                 drop(store);
                 let instantiate_ms = start.elapsed().as_secs_f64() * 1e3;
                 let g = ApprovalGuard::new(loaded.clone())?;
@@ -276,13 +279,14 @@ impl PluginHost {
                 ));
             }
             KindPre::Transport(pre) => {
-                guarded!(
+                per_version!(pre, p => guarded!(
                     loaded,
                     &mut store,
                     "instantiate",
                     timeout,
-                    pre.instantiate_async(&mut store)
-                )?;
+                    p.instantiate_async(&mut store)
+                )
+                .map(drop))?;
                 "instantiated (connect is not tried: it would open a real connection)".to_string()
             }
         };
@@ -427,19 +431,27 @@ impl PluginHost {
         let wrap = |e: wasmtime::Error| {
             anyhow::anyhow!("{}: does not match the {kind} world: {e}", path.display())
         };
+        // The version was read from the component's own export names; the bindings of that
+        // version check the component against its world.
+        let latest = version == latest::VERSION;
+        macro_rules! pre_for {
+            ($module:ident :: $pre:ident) => {
+                if latest {
+                    Versioned::Latest(latest::$module::$pre::new(instance_pre).map_err(wrap)?)
+                } else {
+                    Versioned::V0_1_0(v0_1_0::$module::$pre::new(instance_pre).map_err(wrap)?)
+                }
+            };
+        }
         let pre = match kind {
-            PluginKind::Detector => {
-                KindPre::Detector(detector::DetectorPluginPre::new(instance_pre).map_err(wrap)?)
+            PluginKind::Detector => KindPre::Detector(pre_for!(detector::DetectorPluginPre)),
+            PluginKind::SchemaConverter => {
+                KindPre::SchemaConverter(pre_for!(schema_converter::SchemaConverterPluginPre))
             }
-            PluginKind::SchemaConverter => KindPre::SchemaConverter(
-                schema_converter::SchemaConverterPluginPre::new(instance_pre).map_err(wrap)?,
-            ),
-            PluginKind::ApprovalGuard => KindPre::ApprovalGuard(
-                approval_guard::ApprovalGuardPluginPre::new(instance_pre).map_err(wrap)?,
-            ),
-            PluginKind::Transport => {
-                KindPre::Transport(transport::TransportPluginPre::new(instance_pre).map_err(wrap)?)
+            PluginKind::ApprovalGuard => {
+                KindPre::ApprovalGuard(pre_for!(approval_guard::ApprovalGuardPluginPre))
             }
+            PluginKind::Transport => KindPre::Transport(pre_for!(transport::TransportPluginPre)),
         };
         Ok(Loaded {
             name: Arc::from(name),

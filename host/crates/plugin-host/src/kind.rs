@@ -3,9 +3,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-/// Contract versions this host can run, newest first. Each has its own adapter module
-/// (`v0_1_0`), like one host adapter per WIT version.
-pub const SUPPORTED_VERSIONS: &[&str] = &[crate::v0_1_0::VERSION];
+/// Contract versions this host can run, newest first. Each has its own host module
+/// (`src/wit/v0_1_0.rs`, ...), like one host adapter per WIT version.
+pub use crate::wit::SUPPORTED_VERSIONS;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -130,8 +130,15 @@ mod tests {
         );
         assert_eq!(
             classify(["rkmcp:plugin/detector@0.2.0"]),
+            Exported::Supported {
+                kind: PluginKind::Detector,
+                version: "0.2.0".into()
+            }
+        );
+        assert_eq!(
+            classify(["rkmcp:plugin/detector@9.0.0"]),
             Exported::Unsupported {
-                versions: vec!["0.2.0".into()]
+                versions: vec!["9.0.0".into()]
             }
         );
         assert!(matches!(

@@ -1,7 +1,7 @@
 //! The WebAssembly plugin host of rkmcp.
 //!
 //! Plugins are WebAssembly components (wasm32-wasip2) built against the WIT package
-//! `rkmcp:plugin@0.1.0` (`wit/rkmcp-plugin@0.1.0/`): streaming tool-call detectors, tool-schema
+//! `rkmcp:plugin@0.2.0` (`wit/rkmcp-plugin@0.2.0/`; components built against 0.1.0 still load): streaming tool-call detectors, tool-schema
 //! converters, approval guards and MCP transports. Users drop `NAME.wasm` (and optionally a
 //! `NAME.toml` manifest) into a plugin folder; the plugin gets only what `[plugins.grants.NAME]`
 //! in rkmcp's config grants: directories, `host:port` patterns, environment variable names,
@@ -37,7 +37,7 @@ pub mod manifest;
 mod plugin;
 mod state;
 pub mod trust;
-mod v0_1_0;
+mod wit;
 
 pub use config::{FileGrant, FileMode, Grant, PluginsConfig};
 pub use engine::CacheOutcome;

@@ -19,7 +19,7 @@ use crate::error::{FaultCause, PluginError};
 use crate::grants::NetworkPolicy;
 use crate::kind::PluginKind;
 use crate::state::{Limiter, PluginState};
-use crate::v0_1_0::{approval_guard, detector, schema_converter, transport};
+use crate::wit::{ApprovalGuardPre, DetectorPre, SchemaConverterPre, TransportPre};
 
 /// Extra time the host waits beyond a call's deadline before it drops the call from outside;
 /// the epoch interrupt normally stops a running guest first, this catches a guest stuck in an
@@ -55,10 +55,10 @@ pub struct Settings {
 }
 
 pub enum KindPre {
-    Detector(detector::DetectorPluginPre<PluginState>),
-    SchemaConverter(schema_converter::SchemaConverterPluginPre<PluginState>),
-    ApprovalGuard(approval_guard::ApprovalGuardPluginPre<PluginState>),
-    Transport(transport::TransportPluginPre<PluginState>),
+    Detector(DetectorPre),
+    SchemaConverter(SchemaConverterPre),
+    ApprovalGuard(ApprovalGuardPre),
+    Transport(TransportPre),
 }
 
 /// Fault history of one plugin (by name), shared by all its instances and handles.

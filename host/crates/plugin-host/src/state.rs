@@ -9,7 +9,8 @@ use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
 use crate::caps::net::Resolved;
 use crate::caps::stdio::{LogStream, OutputLimiter};
 use crate::grants::NetworkPolicy;
-use crate::v0_1_0::{self, LogLevel};
+use crate::wit::latest::{self, LogLevel};
+use crate::wit::v0_1_0;
 
 /// Wraps [`StoreLimits`] to remember that a memory grow was refused, so a later trap can be
 /// reported as "memory limit reached" rather than a bare `unreachable`.
@@ -94,9 +95,9 @@ impl WasiView for PluginState {
     }
 }
 
-impl v0_1_0::types::Host for PluginState {}
+impl latest::types::Host for PluginState {}
 
-impl v0_1_0::Host for PluginState {
+impl latest::Host for PluginState {
     fn log(&mut self, level: LogLevel, message: String, fields: Vec<(String, String)>) {
         if !self.log_limiter.admit_line() {
             return;
@@ -120,5 +121,18 @@ impl v0_1_0::Host for PluginState {
 
     fn config_get(&mut self, key: String) -> Option<String> {
         self.config.get(&key).cloned()
+    }
+}
+
+// A 0.1.0 plugin imports 0.1.0's `host`; it is served by the same code.
+impl v0_1_0::detector::rkmcp::plugin::types::Host for PluginState {}
+
+impl v0_1_0::Host for PluginState {
+    fn log(&mut self, level: v0_1_0::LogLevel, message: String, fields: Vec<(String, String)>) {
+        latest::Host::log(self, v0_1_0::log_level_up(level), message, fields)
+    }
+
+    fn config_get(&mut self, key: String) -> Option<String> {
+        latest::Host::config_get(self, key)
     }
 }

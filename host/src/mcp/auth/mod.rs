@@ -17,8 +17,10 @@ use futures::future::BoxFuture;
 
 use crate::config::{Grant, ServerConfig};
 
+pub mod assertion;
 pub mod bearer_client;
 pub mod device;
+pub mod grants;
 pub mod headless;
 pub mod login;
 pub mod oauth;
@@ -181,8 +183,11 @@ pub async fn bearer_for(
         })));
     }
     match auth.grant {
-        Grant::ClientCredentials => {
-            Ok(Some(Arc::new(oauth::ClientCredentialsBearer::new(config)?)))
+        // The grants without a person are ours: rmcp lacks the JWT bearer and token exchange
+        // grants, and its private_key_jwt needs a C crypto build. One token client serves all
+        // of them, client credentials with a secret included.
+        Grant::ClientCredentials | Grant::JwtBearer | Grant::EnterpriseManaged => {
+            Ok(Some(Arc::new(grants::GrantBearer::new(config))))
         }
         Grant::AuthorizationCode if APPROVE_WITHOUT_A_PERSON.load(Ordering::Relaxed) => {
             Ok(Some(headless::AutoApproved::source(config)))

@@ -6,14 +6,14 @@
 use futures::future::BoxFuture;
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
-    InMemoryCredentialStore, OAuthClientConfig, WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationMetadata, OAuthClientConfig,
+    WWWAuthenticateParams,
 };
 use tokio::sync::Mutex;
 
 use super::store::{ServerStore, TokenStore};
 use super::{AuthFailure, BearerSource, Step, login_command};
-use crate::config::{AuthConfig, ServerConfig, TokenEndpointAuth};
+use crate::config::{AuthConfig, ServerConfig};
 
 /// The server URL from the config (checked to be http(s) when the config was loaded).
 pub fn server_url(config: &ServerConfig) -> Result<url::Url, AuthFailure> {
@@ -282,122 +282,6 @@ impl BearerSource for StoredSignIn {
                 "sign in again with that scope: {}{scope_flags}",
                 self.login
             )))
-        })
-    }
-}
-
-/// Tokens from the client credentials grant: the client signs in as itself. Tokens are kept in
-/// memory only (a new one is a request away) and fetched again when they expire or are rejected.
-pub struct ClientCredentialsBearer {
-    config: ServerConfig,
-    state: Mutex<Option<AuthorizationManager>>,
-}
-
-impl ClientCredentialsBearer {
-    pub fn new(config: &ServerConfig) -> Result<Self, AuthFailure> {
-        Ok(ClientCredentialsBearer {
-            config: config.clone(),
-            state: Mutex::new(None),
-        })
-    }
-
-    fn credentials(&self, scopes: Vec<String>) -> ClientCredentialsConfig {
-        let auth = self.config.auth.clone().unwrap_or_default();
-        ClientCredentialsConfig::ClientSecret {
-            client_id: auth.client_id.unwrap_or_default(),
-            client_secret: auth.client_secret.unwrap_or_default(),
-            scopes,
-            resource: self.config.url.clone(),
-        }
-    }
-
-    /// Discovers the authorization server and exchanges the client's credentials for a token.
-    async fn fetch(&self) -> Result<String, AuthFailure> {
-        let name = &self.config.name;
-        let auth = self.config.auth.clone().unwrap_or_default();
-        let mut manager = manager(&self.config, None).await?;
-        manager.set_credential_store(InMemoryCredentialStore::new());
-        let mut metadata = discover(&self.config, &mut manager, None).await?;
-        // The configured method wins over what rmcp would pick from the advertised list.
-        if let Some(method) = auth.token_endpoint_auth_method {
-            let name = match method {
-                TokenEndpointAuth::ClientSecretBasic => "client_secret_basic",
-                TokenEndpointAuth::ClientSecretPost => "client_secret_post",
-            };
-            metadata.additional_fields.insert(
-                "token_endpoint_auth_methods_supported".into(),
-                serde_json::json!([name]),
-            );
-            manager.set_metadata(metadata.clone());
-        }
-        let scopes = if auth.scopes.is_empty() {
-            manager.select_scopes(None, &[])
-        } else {
-            auth.scopes.clone()
-        };
-        let credentials = self.credentials(scopes);
-        let token_url = metadata.token_endpoint.clone();
-        manager
-            .validate_client_credentials_metadata(&credentials)
-            .map_err(|e| explain(name, Step::Token, Some(&token_url), e))?;
-        manager
-            .configure_client_credentials(&credentials)
-            .map_err(|e| explain(name, Step::Token, Some(&token_url), e))?;
-        let response = manager
-            .exchange_client_credentials(&credentials)
-            .await
-            .map_err(|e| {
-                explain(name, Step::Token, Some(&token_url), e)
-                    .next("check `[servers.auth] client_id` and `client_secret`")
-            })?;
-        let token = response.access_token().secret().to_string();
-        *self.state.lock().await = Some(manager);
-        Ok(token)
-    }
-}
-
-impl BearerSource for ClientCredentialsBearer {
-    fn token(&self) -> BoxFuture<'_, Result<Option<String>, AuthFailure>> {
-        Box::pin(async move {
-            {
-                let state = self.state.lock().await;
-                if let Some(manager) = state.as_ref() {
-                    // Expired tokens have no refresh token here: rmcp says "authorization
-                    // required", and a new exchange is the answer.
-                    if let Ok(token) = manager.get_access_token().await {
-                        return Ok(Some(token));
-                    }
-                }
-            }
-            self.fetch().await.map(Some)
-        })
-    }
-
-    fn rejected<'a>(
-        &'a self,
-        sent: Option<&'a str>,
-        _challenge: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
-        Box::pin(async move {
-            let fresh = self.fetch().await?;
-            Ok((Some(fresh.as_str()) != sent).then_some(fresh))
-        })
-    }
-
-    fn insufficient_scope<'a>(
-        &'a self,
-        challenge: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
-        Box::pin(async move {
-            Err(AuthFailure::new(
-                &self.config.name,
-                Step::Authorization,
-                format!(
-                    "the client's token lacks a scope the server requires ({})",
-                    describe_challenge(challenge)
-                ),
-            )
-            .next("add the scope to `[servers.auth] scopes`"))
         })
     }
 }

@@ -1,4 +1,4 @@
-//! A detector built against `rkmcp:plugin@0.2.0`, a contract version the host does not know:
+//! A detector built against `rkmcp:plugin@9.0.0`, a contract version the host does not know:
 //! the host must refuse it with a message naming the supported versions.
 use exports::rkmcp::plugin::detector::{Guest, GuestSession, Session};
 use rkmcp::plugin::types::Event;
