@@ -5,8 +5,16 @@
 //! The Rust scaffolds build in one target dir shared by all four kinds and kept between runs
 //! (target/plugin-scaffold): the SDK and wit-bindgen compile once, each project in seconds. It
 //! is not the test binary's own target dir, because cargo holds that one's lock while tests run.
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use rkmcp_plugin_host::{
+    Decision, DetectorEvent, PluginHost, PluginsConfig, ProposedCall, SUPPORTED_VERSIONS,
+    ToolAnnotations, ToolCall,
+};
 
 use rkmcp_tests::plugin_support::built;
 use rkmcp_tests::*;
@@ -85,54 +93,186 @@ fn build_command(new_out: &str) -> String {
         .unwrap_or_else(|| panic!("no build command printed: {new_out}"))
 }
 
+/// `plugins new KIND NAME --dir DIR`; returns the build command it printed.
+fn scaffold(home: &Path, kind: &str, name: &str, dir: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "plugins",
+        "new",
+        kind,
+        name,
+        "--dir",
+        dir.to_str().expect("utf-8 temp path"),
+    ];
+    args.extend_from_slice(extra);
+    let printed = ok(&rkmcp_in(home, &args), &format!("plugins new {kind}"));
+    let build = build_command(&printed);
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(
+        readme.contains(&build),
+        "the README says how to build: {readme}"
+    );
+    build
+}
+
 #[test]
-fn rust_scaffolds_of_every_kind_build_and_pass_check() {
+fn rust_scaffolds_of_every_kind_build_pass_check_and_work() {
     let home = tempfile::tempdir().unwrap();
     let target = repo().join("target").join("plugin-scaffold");
+    let plugins = home.path().join("built");
+    std::fs::create_dir(&plugins).unwrap();
     for kind in ["detector", "converter", "guard", "transport"] {
         let name = format!("my-{kind}");
         let dir = home.path().join(&name);
-        let out = rkmcp_in(
-            home.path(),
-            &[
-                "plugins",
-                "new",
-                kind,
-                &name,
-                "--dir",
-                &dir.display().to_string(),
-            ],
-        );
-        let printed = ok(&out, &format!("plugins new {kind}"));
-        let build = build_command(&printed);
-        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
-        assert!(
-            readme.contains(&build),
-            "the README says how to build: {readme}"
-        );
-        // Same versions as the workspace: offline, and the shared target dir's deps match.
-        std::fs::copy(repo().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        let build = scaffold(home.path(), kind, &name, &dir, &[]);
+        // The printed command as it is, offline (CI has no network; the project carries
+        // rkmcp's Cargo.lock, so the registry cache has every crate it needs).
         run_shell(
             &dir,
             &build.replace("cargo build", "cargo build --offline"),
             &[("CARGO_TARGET_DIR", target.clone())],
         );
-        // The build command copies from ./target; here the component is in the shared dir.
         let wasm = dir.join(format!("{name}.wasm"));
-        if !wasm.is_file() {
-            std::fs::copy(
-                target.join(format!(
-                    "wasm32-wasip2/release/{}.wasm",
-                    name.replace('-', "_")
-                )),
-                &wasm,
-            )
-            .unwrap();
-        }
         let checked = check(home.path(), &wasm, &name);
         assert!(checked.trim_end().ends_with("ok"), "{checked}");
         assert!(checked.contains(&format!("name:      {name}")), "{checked}");
+        assert!(
+            checked.contains(&format!(
+                "contract:  rkmcp:plugin@{}",
+                SUPPORTED_VERSIONS[0]
+            )),
+            "a new plugin uses the newest contract: {checked}"
+        );
+        std::fs::copy(&wasm, plugins.join(format!("{name}.wasm"))).unwrap();
+        std::fs::copy(
+            dir.join(format!("{name}.toml")),
+            plugins.join(format!("{name}.toml")),
+        )
+        .unwrap();
     }
+    // `plugins check` only smoke-calls them: here each template does what its comments say.
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(scaffolds_behave(&plugins));
+}
+
+async fn scaffolds_behave(plugins: &Path) {
+    let (port, server) = echo_server();
+    let text = format!(
+        "dirs = [{plugins:?}]\ndefault_dir = false\nno_cache = true\n\
+         [grants.my-transport]\nnetwork = [\"127.0.0.1:{port}\"]\nconfig = {{ address = \"127.0.0.1:{port}\" }}\n"
+    );
+    let config: PluginsConfig = toml::from_str(&text).unwrap();
+    let host = PluginHost::new(config).unwrap();
+
+    // The converter teaches the format the detector reads.
+    let tools =
+        r#"[{"name":"echo","description":"Echo a message","inputSchema":{"type":"object"}}]"#;
+    let conv = host
+        .schema_converter("my-converter")
+        .unwrap()
+        .convert(tools)
+        .await
+        .unwrap();
+    assert!(
+        conv.system_prompt.contains("- echo: Echo a message")
+            && conv.system_prompt.contains("CALL name"),
+        "{}",
+        conv.system_prompt
+    );
+
+    // Chunks split the call line anywhere; text before it stays text.
+    let mut s = host
+        .detector("my-detector")
+        .unwrap()
+        .start_session("")
+        .await
+        .unwrap();
+    let mut events = Vec::new();
+    for chunk in ["Sure.\nCA", "LL echo {\"mes", "sage\": \"hi\"}\n", "Done"] {
+        events.extend(s.feed(chunk).await.unwrap());
+    }
+    events.extend(s.finish().await.unwrap());
+    assert_eq!(
+        events,
+        vec![
+            DetectorEvent::Text("Sure.\n".into()),
+            DetectorEvent::ToolCall(ToolCall {
+                id: "call-1".into(),
+                name: "echo".into(),
+                arguments: serde_json::json!({"message": "hi"}),
+            }),
+            DetectorEvent::Text("Done".into()),
+        ]
+    );
+
+    let guard = host.approval_guard("my-guard").unwrap();
+    let call = |tool: &str, read_only: Option<bool>| ProposedCall {
+        server: "fs".into(),
+        tool: tool.into(),
+        arguments: serde_json::json!({"path": "a"}),
+        annotations: ToolAnnotations {
+            read_only,
+            ..Default::default()
+        },
+        interactive: true,
+    };
+    assert_eq!(
+        guard.review(&call("read_file", Some(true))).await.unwrap(),
+        Decision::Allow
+    );
+    assert!(matches!(
+        guard
+            .review(&call("delete_file", Some(true)))
+            .await
+            .unwrap(),
+        Decision::Deny(_)
+    ));
+    assert!(matches!(
+        guard.review(&call("write_file", None)).await.unwrap(),
+        Decision::Ask(_)
+    ));
+
+    // A real socket, reached through the grant only.
+    let conn = host
+        .transport("my-transport")
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(conn.receive(Duration::from_millis(20)).await.unwrap(), None);
+    for id in 1..4 {
+        conn.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+            .await
+            .unwrap();
+        let reply = conn
+            .receive(Duration::from_secs(5))
+            .await
+            .unwrap()
+            .expect("a reply");
+        let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(v["id"], id, "{reply}");
+    }
+    conn.close().await.unwrap();
+    server.join().unwrap();
+}
+
+/// A newline-delimited JSON-RPC echo server on a real socket (the transport's peer).
+fn echo_server() -> (u16, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut out = stream.try_clone().unwrap();
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let reply = serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "result": {}});
+            if writeln!(out, "{reply}").is_err() {
+                break;
+            }
+        }
+    });
+    (port, handle)
 }
 
 #[test]
@@ -190,6 +330,15 @@ fn new_refuses_bad_requests_and_never_overwrites() {
         "name",
     );
     assert!(err.contains("lowercase"), "{err}");
+    let err = failed(
+        &rkmcp_in(
+            h,
+            &["plugins", "new", "guard", "g", "--sdk", "/nonexistent/sdk"],
+        ),
+        "missing sdk",
+    );
+    assert!(err.contains("/nonexistent/sdk"), "{err}");
+    assert!(!h.join("g").exists(), "nothing created on error");
     std::fs::create_dir(h.join("mine")).unwrap();
     std::fs::write(h.join("mine/keep.txt"), "mine").unwrap();
     let err = failed(
@@ -295,6 +444,36 @@ fn install_then_grant_round_trip_keeps_comments_and_the_grant_is_used() {
         info.contains("granted:   network: 127.0.0.1:8765; env: LANG"),
         "{info}"
     );
+
+    // Folders: the real path, under the guest path asked for; rkmcp's own config folder (it
+    // holds secrets) is refused before anything is written; a bad network entry is named.
+    std::fs::create_dir(h.join("notes")).unwrap();
+    let notes = format!("{}:/notes", h.join("notes").display());
+    ok(
+        &rkmcp_in(h, &["plugins", "grant", name, "--read", &notes, "--yes"]),
+        "grant --read",
+    );
+    let with_files = std::fs::read_to_string(&config).unwrap();
+    let real_notes = std::fs::canonicalize(h.join("notes")).unwrap();
+    assert!(
+        with_files.contains(&format!(
+            "files = [{{ host = \"{}\", guest = \"/notes\", mode = \"ro\" }}]",
+            real_notes.display()
+        )),
+        "{with_files}"
+    );
+    let secrets = h.join("config/rkmcp").display().to_string();
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "grant", name, "--read", &secrets, "--yes"]),
+        "grant of the config folder",
+    );
+    assert!(err.contains("rkmcp refuses that grant"), "{err}");
+    let err = failed(
+        &rkmcp_in(h, &["plugins", "grant", name, "--network", "nope", "--yes"]),
+        "bad network entry",
+    );
+    assert!(err.contains("--network nope"), "{err}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), with_files);
 
     // A config that cannot be written: a clear error, nothing half-written.
     let blocker = write(h, "afile", "x");
