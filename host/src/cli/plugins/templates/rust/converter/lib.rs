@@ -13,13 +13,16 @@ impl SchemaConverter for LineFormat {
     }
 
     fn convert(&mut self, tools_json: &str) -> Result<Conversion, String> {
-        let tools: Vec<serde_json::Value> =
-            serde_json::from_str(tools_json).map_err(|e| format!("tools are not a JSON array: {e}"))?;
+        let tools: Vec<serde_json::Value> = serde_json::from_str(tools_json)
+            .map_err(|e| format!("tools are not a JSON array: {e}"))?;
         let mut prompt = String::from("You can call these tools:\n");
         for t in &tools {
             let name = t["name"].as_str().unwrap_or("?");
             let about = t["description"].as_str().unwrap_or("");
-            prompt.push_str(&format!("- {name}: {about} (arguments: {})\n", t["inputSchema"]));
+            prompt.push_str(&format!(
+                "- {name}: {about} (arguments: {})\n",
+                t["inputSchema"]
+            ));
         }
         prompt.push_str("To call one, write a line: CALL name {\"argument\": \"value\"}\n");
         Ok(Conversion {

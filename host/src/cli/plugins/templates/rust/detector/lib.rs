@@ -37,9 +37,16 @@ impl Session {
         match serde_json::from_str::<serde_json::Value>(args) {
             Ok(args) => {
                 self.calls += 1;
-                out.push(Event::tool_call(format!("call-{}", self.calls), name, &args));
+                out.push(Event::tool_call(
+                    format!("call-{}", self.calls),
+                    name,
+                    &args,
+                ));
             }
-            Err(e) => out.push(Event::malformed(line, format!("arguments are not JSON: {e}"))),
+            Err(e) => out.push(Event::malformed(
+                line,
+                format!("arguments are not JSON: {e}"),
+            )),
         }
     }
 }

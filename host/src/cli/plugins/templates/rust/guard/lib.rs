@@ -13,11 +13,17 @@ impl ApprovalGuard for Guard {
 
     fn review(&mut self, call: ProposedCall) -> Decision {
         if call.tool.contains("delete") {
-            return Decision::Deny(format!("{}/{} deletes: not allowed", call.server, call.tool));
+            return Decision::Deny(format!(
+                "{}/{} deletes: not allowed",
+                call.server, call.tool
+            ));
         }
         match call.annotations.read_only {
             Some(true) => Decision::Allow,
-            _ => Decision::Ask(format!("Run {}/{} with {}?", call.server, call.tool, call.arguments_json)),
+            _ => Decision::Ask(format!(
+                "Run {}/{} with {}?",
+                call.server, call.tool, call.arguments_json
+            )),
         }
     }
 }
