@@ -92,7 +92,7 @@ pub enum Command {
     /// List and render MCP prompts.
     #[command(subcommand)]
     Prompts(PromptsCommand),
-    /// List, inspect and check WebAssembly plugins.
+    /// List, inspect and check WebAssembly plugins; start, install and grant them.
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
     /// Chat with the model in the terminal; it may call the MCP servers' tools.

@@ -1,4 +1,8 @@
-//! `rkmcp plugins list|inspect FILE|check FILE` — the WebAssembly plugins in the plugin folders.
+//! `rkmcp plugins list|inspect|check|new|install|grant` — the WebAssembly plugins in the plugin
+//! folders, and making, installing and granting them.
+mod install;
+mod new;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,6 +24,81 @@ pub enum PluginsCommand {
     Check {
         /// A `.wasm` component (its plugin name is the file name without `.wasm`).
         file: PathBuf,
+    },
+    /// Start a plugin project that builds with one command and passes `rkmcp plugins check`.
+    ///
+    /// Creates the folder NAME (or --dir) with the plugin's source, its manifest NAME.toml
+    /// (what it requests) and a README, then prints the build command. A Rust project uses the
+    /// plugin SDK of rkmcp's sources (a path dependency) and builds for wasm32-wasip2; a
+    /// Python project (guard only) builds with componentize-py. Never writes into an existing
+    /// folder.
+    #[command(after_help = "Examples:\n  \
+        rkmcp plugins new guard my-guard\n  \
+        rkmcp plugins new detector my-format --dir ~/src/my-format\n  \
+        rkmcp plugins new guard py-rules --lang python")]
+    New {
+        /// What the plugin does.
+        kind: new::Kind,
+        /// Plugin name: lowercase letters, digits and '-' (also its file, crate and config
+        /// key: NAME.wasm, [plugins.grants.NAME]).
+        name: String,
+        /// Language of the project. Python (componentize-py) has a guard template.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: new::Lang,
+        /// Folder to create (default: ./NAME). It must not exist.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The Rust plugin SDK (the plugins/sdk folder of rkmcp's sources); default: beside
+        /// the sources this rkmcp was built from.
+        #[arg(long, value_name = "PATH")]
+        sdk: Option<PathBuf>,
+    },
+    /// Copy a plugin into your plugin folder; it is granted nothing.
+    ///
+    /// Copies NAME.wasm (and its manifest NAME.toml, if beside it) into the first plugin folder
+    /// rkmcp searches ($XDG_DATA_HOME/rkmcp/plugins unless [plugins] says otherwise), after
+    /// checking that it is an rkmcp plugin. Then shows what it requests (files, network,
+    /// environment), what it is granted (nothing until you grant it) and the
+    /// [plugins.grants.NAME] that grants its requests. Refuses to replace an installed plugin of
+    /// the same name without --replace.
+    #[command(after_help = "Example:\n  \
+        rkmcp plugins install ./my-guard.wasm")]
+    Install {
+        /// The `.wasm` component; its name is the file name without `.wasm`.
+        path: PathBuf,
+        /// Overwrite a plugin of the same name that is already installed.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Grant a plugin folders, network or environment variables, in your config.
+    ///
+    /// Adds to [plugins.grants.NAME] in your config ($XDG_CONFIG_HOME/rkmcp/config.toml, or
+    /// --config FILE), keeping its comments and layout, after showing the result and asking.
+    /// Without a terminal it writes nothing unless --yes is given. Values already granted are not
+    /// added twice. The grant applies the next time rkmcp loads the plugin.
+    #[command(after_help = "Examples:\n  \
+        rkmcp plugins grant my-transport --network 127.0.0.1:8765\n  \
+        rkmcp plugins grant my-indexer --read ~/notes:/notes --env LANG --yes")]
+    Grant {
+        /// The plugin's name (its file name without `.wasm`).
+        name: String,
+        /// `host:port` it may connect to: `127.0.0.1:8765`, `[::1]:80`, `example.com:443`,
+        /// `*.example.com:443`, `host:*` (repeatable). A host name also allows looking it up.
+        #[arg(long, value_name = "HOST:PORT")]
+        network: Vec<String>,
+        /// A folder it may read, `HOST[:GUEST]`: the folder on this machine, and the absolute
+        /// path the plugin sees it at (default: the same path). Repeatable.
+        #[arg(long, value_name = "FOLDER[:GUEST]")]
+        read: Vec<String>,
+        /// A folder it may read and write, `HOST[:GUEST]` (as --read). Repeatable.
+        #[arg(long, value_name = "FOLDER[:GUEST]")]
+        write: Vec<String>,
+        /// An environment variable it may read (repeatable).
+        #[arg(long, value_name = "VAR")]
+        env: Vec<String>,
+        /// Write without asking (for scripts; required without a terminal).
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -104,9 +183,48 @@ fn print_info(info: &PluginInfo) {
 }
 
 pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode> {
-    let host = host(ctx)?;
     match cmd {
+        // `new` and `grant` need no plugin host (`grant` must work while a plugin fails to load).
+        PluginsCommand::New {
+            kind,
+            name,
+            lang,
+            dir,
+            sdk,
+        } => {
+            let p = new::scaffold(kind, &name, lang, dir, sdk)?;
+            println!("created {}", p.dir.display());
+            println!("build it with (in {}):\n    {}", p.dir.display(), p.build);
+            println!("which needs {}", p.needs);
+            println!("then: rkmcp plugins check {name}.wasm && rkmcp plugins install {name}.wasm");
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginsCommand::Grant {
+            name,
+            network,
+            read,
+            write,
+            env,
+            yes,
+        } => {
+            let config = install::user_config_file(ctx.global.config.as_deref())?;
+            let req = install::GrantRequest {
+                name,
+                network,
+                read,
+                write,
+                env,
+                yes,
+            };
+            install::grant(&config, &req)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginsCommand::Install { path, replace } => {
+            install::install(&host(ctx)?, &path, replace)?;
+            Ok(ExitCode::SUCCESS)
+        }
         PluginsCommand::List => {
+            let host = host(ctx)?;
             let infos = host.discover();
             if ctx.global.json {
                 let dirs = host.config().plugin_dirs();
@@ -139,6 +257,7 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Inspect { file } => {
+            let host = host(ctx)?;
             let info = host.inspect(&file)?;
             if ctx.global.json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
@@ -148,6 +267,7 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Check { file } => {
+            let host = host(ctx)?;
             let report = host.check(&file).await?;
             if ctx.global.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
