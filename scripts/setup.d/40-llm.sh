@@ -5,6 +5,8 @@
 #   - the aarch64 cross toolchain, Rust target and qemu-user: scripts/check.d/60-aarch64.sh
 #     cross-compiles rkmcp for Rockchip boards and runs the RKLLM FFI tests under emulation.
 set -euo pipefail
+# shellcheck source=lib/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v c++ >/dev/null 2>&1 || need+=(g++)
@@ -16,12 +18,7 @@ fi
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v qemu-aarch64 >/dev/null 2>&1 || need+=(qemu-user)
 if [ ${#need[@]} -gt 0 ]; then
-  echo "40-llm: installing ${need[*]}" >&2
-  sudo_cmd=()
-  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  # A fresh machine (CI) has no package lists yet.
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${need[@]}"
+  apt_install 40-llm "${need[@]}"
 else
   echo "40-llm: cmake, C++, libclang, aarch64 cross gcc and qemu-user are present" >&2
 fi

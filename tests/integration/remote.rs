@@ -225,6 +225,17 @@ fn assert_no_tokens(tokens: &[String], what: &str, text: &str) {
     }
 }
 
+/// `rkmcp auth login secure`, the "browser" a person who approves everything; it must succeed.
+fn login_with_the_approving_browser(home: &Path) -> std::process::Output {
+    let out = rkmcp_command(home, &["auth", "login", "secure"])
+        .env("BROWSER", remote_peers::approving_browser())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "login failed: {}", stderr(&out));
+    out
+}
+
 #[test]
 fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
     let s = sign_in_setup(3, "");
@@ -236,12 +247,7 @@ fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
     assert!(err.contains("rkmcp auth login secure"), "{err}");
 
     // Sign in; the "browser" follows the redirects back to rkmcp's loopback listener.
-    let out = rkmcp_command(home, &["auth", "login", "secure"])
-        .env("BROWSER", remote_peers::approving_browser())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "login failed: {}", stderr(&out));
+    let out = login_with_the_approving_browser(home);
     assert!(
         stderr(&out).contains("Signed in to `secure`"),
         "{}",
@@ -314,6 +320,76 @@ fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
         stderr(&out)
     );
     drop(s.server);
+}
+
+#[test]
+fn tokens_move_into_the_os_keyring_and_live_there() {
+    let s = sign_in_setup(3, "");
+    let home = s.dir.path();
+    // Signed in where there was no keyring: the tokens are in the file.
+    login_with_the_approving_browser(home);
+    let tokens = stored_tokens(home);
+    assert_eq!(tokens.len(), 2, "an access and a refresh token are stored");
+
+    let keyring = remote_peers::keyring(&home.join("keyring"));
+    let with_keyring = |args: &[&str]| {
+        rkmcp_command(home, args)
+            .env("RKMCP_TOKEN_STORE", "auto")
+            .env("DBUS_SESSION_BUS_ADDRESS", &keyring.address)
+            .output()
+            .unwrap()
+    };
+    let ours = [("application", "rkmcp"), ("kind", "oauth-sign-in")];
+
+    // The first run that finds a keyring moves the sign-in into it and deletes the file.
+    let out = with_keyring(&["auth", "status"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("moved 1 sign-in(s)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("secure"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("OS keyring"), "{}", stdout(&out));
+    assert_no_tokens(&tokens, "auth status", &stdout(&out));
+    assert!(!credentials_file(home).exists(), "the file was left behind");
+    let stored = keyring.search(&ours);
+    assert!(
+        stored.contains(&tokens[0]) && stored.contains(&s.server.url),
+        "libsecret does not see the sign-in: {stored}"
+    );
+
+    // After expiry a call refreshes, and the new tokens are saved in the keyring, not a file.
+    std::thread::sleep(Duration::from_secs(4));
+    let out = with_keyring(&["tools", "call", "secure__echo", "text=from the keyring"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("from the keyring"));
+    let stored = keyring.search(&ours);
+    assert!(!stored.contains(&tokens[0]), "not refreshed: {stored}");
+    assert!(stored.contains("access_token"), "{stored}");
+    assert!(!credentials_file(home).exists());
+
+    // A keyring asked for by name that is not there is an error saying what to do.
+    let out = rkmcp_command(home, &["auth", "status"])
+        .env("RKMCP_TOKEN_STORE", "keyring")
+        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/bus")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("there is no OS keyring") && err.contains("RKMCP_TOKEN_STORE=auto"),
+        "{err}"
+    );
+
+    // Logout deletes the item.
+    let out = with_keyring(&["auth", "logout", "secure"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stored = keyring.search(&ours);
+    assert!(
+        !stored.contains("access_token"),
+        "left in the keyring: {stored}"
+    );
 }
 
 #[test]

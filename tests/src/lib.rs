@@ -117,6 +117,8 @@ pub fn rkmcp_command(home: &Path, args: &[&str]) -> Command {
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("XDG_STATE_HOME", home.join("state"))
         .env("XDG_CACHE_HOME", home.join("cache"))
+        // Never the developer's own keyring; the keyring test asks for one it started.
+        .env("RKMCP_TOKEN_STORE", "file")
         .env_remove("RKMCP_CONFIG")
         .env_remove("RUST_LOG");
     cmd

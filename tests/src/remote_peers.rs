@@ -141,3 +141,144 @@ pub fn approving_browser() -> String {
             .display()
     )
 }
+
+/// A real OS keyring: GNOME Keyring's Secret Service on a private D-Bus session bus, its login
+/// keyring created and unlocked in `dir`. Nothing of the user's own session is touched: the bus
+/// has no service activation, and the daemon's home is `dir`.
+pub struct Keyring {
+    bus: Child,
+    daemon: Child,
+    /// `DBUS_SESSION_BUS_ADDRESS` for clients of this keyring.
+    pub address: String,
+}
+
+const BUS_CONFIG: &str = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:dir=DIR</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"#;
+
+pub fn keyring(dir: &std::path::Path) -> Keyring {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    for tool in ["dbus-daemon", "gnome-keyring-daemon", "secret-tool"] {
+        assert!(
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success()),
+            "{tool} is missing: run scripts/setup"
+        );
+    }
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("keyring dir");
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let config = dir.join("bus.conf");
+    std::fs::write(
+        &config,
+        BUS_CONFIG.replace("DIR", &run.display().to_string()),
+    )
+    .expect("bus config");
+    let mut bus = Command::new("dbus-daemon")
+        .arg(format!("--config-file={}", config.display()))
+        .args(["--nofork", "--print-address=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cannot start dbus-daemon");
+    let mut first_line = String::new();
+    BufReader::new(bus.stdout.take().expect("stdout piped"))
+        .read_line(&mut first_line)
+        .expect("dbus-daemon's address");
+    let address = first_line.trim().to_string();
+    assert!(address.starts_with("unix:"), "dbus-daemon said {address:?}");
+    let home = dir.join("home");
+    let log = std::fs::File::create(dir.join("gnome-keyring.log")).expect("keyring log");
+    let mut daemon = Command::new("gnome-keyring-daemon")
+        .args(["--unlock", "--components=secrets", "--foreground"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_RUNTIME_DIR", &run)
+        .env("DBUS_SESSION_BUS_ADDRESS", &address)
+        .stdin(Stdio::piped())
+        .stdout(log.try_clone().expect("keyring log"))
+        .stderr(log)
+        .spawn()
+        .expect("cannot start gnome-keyring-daemon");
+    // The login keyring's password; closing stdin ends it.
+    let mut stdin = daemon.stdin.take().expect("stdin piped");
+    stdin.write_all(b"test-password").expect("unlock");
+    drop(stdin);
+    let keyring = Keyring {
+        bus,
+        daemon,
+        address,
+    };
+    let started = Instant::now();
+    while !keyring.has_secret_service() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "gnome-keyring-daemon did not come up: {}",
+            std::fs::read_to_string(dir.join("gnome-keyring.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    keyring
+}
+
+impl Keyring {
+    fn has_secret_service(&self) -> bool {
+        Command::new("dbus-send")
+            .args([
+                "--session",
+                "--print-reply",
+                "--dest=org.freedesktop.DBus",
+                "/",
+                "org.freedesktop.DBus.NameHasOwner",
+                "string:org.freedesktop.secrets",
+            ])
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("boolean true"))
+    }
+
+    /// `secret-tool search --all KEY VALUE …`: every matching item with its secret, as libsecret
+    /// (not rkmcp) reads them.
+    pub fn search(&self, attributes: &[(&str, &str)]) -> String {
+        let mut cmd = Command::new("secret-tool");
+        cmd.args(["search", "--all"]);
+        for (k, v) in attributes {
+            cmd.args([k, v]);
+        }
+        let out = cmd
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .output()
+            .expect("cannot run secret-tool");
+        // secret-tool prints the attributes on stderr and the secret on stdout.
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
+impl Drop for Keyring {
+    fn drop(&mut self) {
+        for child in [&mut self.daemon, &mut self.bus] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

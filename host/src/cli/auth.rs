@@ -136,9 +136,10 @@ pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
             if let Some(name) = &server {
                 remote_server(&config, name)?;
             }
-            let store = TokenStore::open_default()?;
+            let store = TokenStore::open_default().await?;
             let entries: Vec<SignedIn> = store
-                .entries()?
+                .entries()
+                .await?
                 .iter()
                 .filter(|e| server.as_deref().is_none_or(|s| s == e.server))
                 .map(SignedIn::from_entry)
@@ -148,7 +149,7 @@ pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             if entries.is_empty() {
-                println!("No stored sign-ins ({}).", store.path().display());
+                println!("No stored sign-ins (in {}).", store.describe());
                 return Ok(ExitCode::SUCCESS);
             }
             let mut table =
@@ -170,6 +171,7 @@ pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
                 ]);
             }
             output::print_table(&table)?;
+            println!("Stored in {}.", store.describe());
             Ok(ExitCode::SUCCESS)
         }
         AuthCommand::Logout { server } => {

@@ -111,6 +111,11 @@ pub enum Command {
     #[command(subcommand)]
     Tasks(tasks::TasksCommand),
     /// Sign in to remote MCP servers (OAuth), show sign-ins, sign out.
+    ///
+    /// Tokens are kept in the OS keyring (Secret Service: GNOME Keyring, KWallet, KeePassXC) where
+    /// one answers on the session bus, else in `$XDG_STATE_HOME/rkmcp/auth/credentials.json`
+    /// (mode 0600). RKMCP_TOKEN_STORE=keyring|file|auto (default auto) picks one; sign-ins in
+    /// the file move into the keyring the first time it is used.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
     /// Serve MCP: the configured servers' tools behind rkmcp's policy, and the local model as a

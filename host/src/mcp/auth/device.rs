@@ -56,8 +56,8 @@ pub async fn device_login(
     let auth = config.auth.clone().unwrap_or_default();
     let store_err =
         |e: super::store::StoreError| AuthFailure::new(name, Step::Store, e.to_string());
-    let store = TokenStore::open_default().map_err(store_err)?;
-    store.entries().map_err(store_err)?;
+    let store = TokenStore::open_default().await.map_err(store_err)?;
+    store.entries().await.map_err(store_err)?;
     let url = oauth::server_url(config)?;
     let server_store = ServerStore::new(store, name, url.as_str(), auth.client_id.clone());
     let mut manager = oauth::manager(config, None).await?;
@@ -217,6 +217,7 @@ pub async fn device_login(
         .map_err(|e| AuthFailure::new(name, Step::Store, e.to_string()))?;
     let entry = server_store
         .entry()
+        .await
         .map_err(|e| AuthFailure::new(name, Step::Store, e.to_string()))?
         .ok_or_else(|| AuthFailure::new(name, Step::Store, "the tokens were not stored"))?;
     Ok(SignedIn::from_entry(&entry))

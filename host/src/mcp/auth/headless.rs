@@ -11,8 +11,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
-    InMemoryCredentialStore, WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationRequest, InMemoryCredentialStore,
+    WWWAuthenticateParams,
 };
 use tokio::sync::Mutex;
 
@@ -80,24 +80,8 @@ impl AutoApproved {
         } else {
             request = request.with_scopes(scopes);
         }
-        if let Some(id) = &auth.client_id {
-            request = request.with_preregistered_client(id.clone());
-            if let Some(secret) = &auth.client_secret {
-                request = request.with_client_secret(secret.clone());
-            }
-        }
-        if let Some(cimd) = &auth.client_metadata_url {
-            request = request.with_client_metadata_url(cimd.clone());
-        }
-        let session = AuthorizationSession::new(manager, request)
-            .await
-            .map_err(|(_, e)| {
-                let step = match e {
-                    AuthError::RegistrationFailed(_) => Step::Registration,
-                    _ => Step::Authorization,
-                };
-                explain(name, step, metadata.registration_endpoint.as_deref(), e)
-            })?;
+        let session =
+            oauth::authorization_session(name, &auth, &metadata, manager, request).await?;
         let auth_url = session.get_authorization_url().to_string();
         let redirect = follow_once(&self.config, &auth_url)
             .await

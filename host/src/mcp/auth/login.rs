@@ -9,7 +9,7 @@
 //! stores the result.
 use std::time::Duration;
 
-use rmcp::transport::auth::{AuthError, AuthorizationRequest, AuthorizationSession};
+use rmcp::transport::auth::{AuthError, AuthorizationRequest};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -83,9 +83,11 @@ pub async fn login(
 ) -> Result<SignedIn, AuthFailure> {
     let name = config.name.as_str();
     let auth = config.auth.clone().unwrap_or_default();
-    let store = TokenStore::open_default().map_err(|e| store_failure(name, e))?;
+    let store = TokenStore::open_default()
+        .await
+        .map_err(|e| store_failure(name, e))?;
     // Refuse an unsafe store before the person goes through the browser for nothing.
-    store.entries().map_err(|e| store_failure(name, e))?;
+    store.entries().await.map_err(|e| store_failure(name, e))?;
     let url = oauth::server_url(config)?;
     let mut server_store = ServerStore::new(store, name, url.as_str(), auth.client_id.clone());
     let mut manager = oauth::manager(config, Some(server_store.clone())).await?;
@@ -122,24 +124,7 @@ pub async fn login(
     } else if !auth.scopes.is_empty() {
         request = request.with_scopes(auth.scopes.clone());
     }
-    if let Some(id) = &auth.client_id {
-        request = request.with_preregistered_client(id.clone());
-        if let Some(secret) = &auth.client_secret {
-            request = request.with_client_secret(secret.clone());
-        }
-    }
-    if let Some(cimd) = &auth.client_metadata_url {
-        request = request.with_client_metadata_url(cimd.clone());
-    }
-    let session = AuthorizationSession::new(manager, request)
-        .await
-        .map_err(|(_, e)| {
-            let step = match e {
-                AuthError::RegistrationFailed(_) => Step::Registration,
-                _ => Step::Authorization,
-            };
-            explain(name, step, metadata.registration_endpoint.as_deref(), e)
-        })?;
+    let session = oauth::authorization_session(name, &auth, &metadata, manager, request).await?;
     let auth_url = session.get_authorization_url().to_string();
 
     ui.say(&format!(
@@ -226,6 +211,7 @@ pub async fn login(
         })?;
     let entry = server_store
         .entry()
+        .await
         .map_err(|e| store_failure(name, e))?
         .ok_or_else(|| store_failure(name, "the tokens were not stored"))?;
     Ok(SignedIn::from_entry(&entry))
@@ -359,12 +345,15 @@ pub async fn logout(
 ) -> Result<(Vec<Entry>, Option<AuthFailure>), AuthFailure> {
     let name = config.name.as_str();
     let auth = config.auth.clone().unwrap_or_default();
-    let store = TokenStore::open_default().map_err(|e| store_failure(name, e))?;
+    let store = TokenStore::open_default()
+        .await
+        .map_err(|e| store_failure(name, e))?;
     let url = oauth::server_url(config)?;
     let server_store = ServerStore::new(store, name, url.as_str(), auth.client_id.clone());
     let entries: Vec<Entry> = server_store
         .store
         .entries()
+        .await
         .map_err(|e| store_failure(name, e))?
         .into_iter()
         .filter(|e| e.resource == url.as_str())

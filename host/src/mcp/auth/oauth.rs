@@ -6,8 +6,8 @@
 use futures::future::BoxFuture;
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, OAuthClientConfig,
-    WWWAuthenticateParams, default_oauth_http_client,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, OAuthClientConfig, WWWAuthenticateParams, default_oauth_http_client,
 };
 use tokio::sync::Mutex;
 
@@ -93,6 +93,36 @@ pub async fn discover(
     }
     manager.set_metadata(resolution.metadata.clone());
     Ok(resolution.metadata)
+}
+
+/// Starts rmcp's authorization-code session for `request`, with the client the config asks
+/// for: pre-registered (`client_id`, `client_secret`), else a client ID metadata document, else
+/// dynamic registration.
+pub async fn authorization_session(
+    server: &str,
+    auth: &AuthConfig,
+    metadata: &AuthorizationMetadata,
+    manager: AuthorizationManager,
+    mut request: AuthorizationRequest,
+) -> Result<AuthorizationSession, AuthFailure> {
+    if let Some(id) = &auth.client_id {
+        request = request.with_preregistered_client(id.clone());
+        if let Some(secret) = &auth.client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    }
+    if let Some(cimd) = &auth.client_metadata_url {
+        request = request.with_client_metadata_url(cimd.clone());
+    }
+    AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| {
+            let step = match e {
+                AuthError::RegistrationFailed(_) => Step::Registration,
+                _ => Step::Authorization,
+            };
+            explain(server, step, metadata.registration_endpoint.as_deref(), e)
+        })
 }
 
 /// Translates rmcp's error into a failure naming the step, the URL and the next action.
@@ -206,12 +236,14 @@ impl StoredSignIn {
     ) -> Result<Option<std::sync::Arc<dyn BearerSource>>, AuthFailure> {
         let auth = config.auth.clone().unwrap_or_default();
         let store = TokenStore::open_default()
+            .await
             .map_err(|e| AuthFailure::new(&config.name, Step::Store, e.to_string()))?;
         let url = server_url(config)?;
         let server_store =
             ServerStore::new(store, &config.name, url.as_str(), auth.client_id.clone());
         let entry = server_store
             .entry()
+            .await
             .map_err(|e| AuthFailure::new(&config.name, Step::Store, e.to_string()))?;
         let Some(entry) = entry else {
             return Ok(None);
