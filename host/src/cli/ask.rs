@@ -201,7 +201,7 @@ impl ChatArgs {
 
 /// The `[model]` table of the configuration, with CLI flags applied on top.
 pub(crate) fn model_config(ctx: &Context, args: &ModelArgs) -> anyhow::Result<ModelConfig> {
-    let loaded = crate::config::load(&ctx.global)?;
+    let loaded = ctx.load_config()?;
     let sources: Vec<String> = loaded
         .sources
         .iter()
@@ -226,7 +226,7 @@ pub(crate) fn llm_error(err: LlmError) -> anyhow::Error {
 }
 
 pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
-    let config = crate::config::load(&ctx.global)?;
+    let config = ctx.load_config()?;
     let model = model_config(ctx, &args.model)?;
     let mut settings = args.chat.apply(config.section::<ChatSettings>("chat")?);
     let prompt = match args.prompt {

@@ -33,7 +33,7 @@ pub async fn run(ctx: &Context, cmd: AuditCommand) -> anyhow::Result<ExitCode> {
         follow,
         lines,
     } = cmd;
-    let config = crate::config::load(&ctx.global)?;
+    let config = ctx.load_config()?;
     let settings: crate::audit::AuditSettings = config.section("audit")?;
     let path = settings
         .path

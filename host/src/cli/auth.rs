@@ -69,7 +69,7 @@ fn remote_server<'a>(config: &'a Config, name: &str) -> anyhow::Result<&'a Serve
 }
 
 pub async fn run(ctx: &Context, cmd: AuthCommand) -> anyhow::Result<ExitCode> {
-    let config = crate::config::load(&ctx.global)?;
+    let config = ctx.load_config()?;
     match cmd {
         AuthCommand::Login {
             server,

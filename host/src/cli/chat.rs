@@ -59,7 +59,7 @@ enum Flow {
 }
 
 pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
-    let config = crate::config::load(&ctx.global)?;
+    let config = ctx.load_config()?;
     let model = model_config(ctx, &args.model)?;
     let settings = args.chat.apply(config.section::<ChatSettings>("chat")?);
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();

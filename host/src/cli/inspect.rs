@@ -23,7 +23,7 @@ fn exit_code(failed: bool) -> ExitCode {
 }
 
 pub(super) fn load(ctx: &Context) -> anyhow::Result<Config> {
-    Ok(config::load(&ctx.global)?)
+    Ok(ctx.load_config()?)
 }
 
 /// Starts the servers and reports the ones that failed on stderr (they stay out of stdout so

@@ -217,6 +217,13 @@ pub struct Context {
     pub global: GlobalArgs,
 }
 
+impl Context {
+    /// The config the global flags point at (`--config`, `--audit`).
+    pub fn load_config(&self) -> Result<crate::config::Config, crate::config::ConfigError> {
+        crate::config::load(self.global.config.clone(), self.global.audit.as_deref())
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // A guard keeps the non-blocking log writer alive until exit.

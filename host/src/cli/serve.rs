@@ -57,7 +57,7 @@ pub async fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         println!("{snippet}");
         return Ok(ExitCode::SUCCESS);
     }
-    let config = crate::config::load(&ctx.global)?;
+    let config = ctx.load_config()?;
     let mut settings: ServeSettings = config.section("serve")?;
     if let Some(http) = args.http {
         settings.http = Some(http);

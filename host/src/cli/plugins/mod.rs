@@ -103,7 +103,7 @@ pub enum PluginsCommand {
 }
 
 fn host(ctx: &Context) -> anyhow::Result<PluginHost> {
-    let config = crate::config::load(&ctx.global)?;
+    let config = ctx.load_config()?;
     let plugins = PluginsConfig::deserialize(toml::Value::Table(config.plugins.clone()))
         .map_err(|e| UsageError(format!("[plugins]: {e}")))?;
     PluginHost::new(plugins)
