@@ -271,6 +271,33 @@ fn sign_in_call_refresh_and_logout_at_a_real_openid_provider() {
     assert!(stdout(&out).contains('5'), "{}", stdout(&out));
     assert_no_tokens(&tokens, "the trace log", &stderr(&out));
 
+    // A turn with the local model that calls the server: its transcript (`ask --json`) shows
+    // neither the token it was made with nor one refreshed on the way.
+    let out = run_rkmcp(
+        home,
+        &[
+            "ask",
+            "--json",
+            "--yes",
+            "--tool-choice",
+            "required",
+            "--max-tokens",
+            "48",
+            "--temperature",
+            "0",
+            "--ctx",
+            "2048",
+            "Add 2 and 3.",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let transcript = stdout(&out);
+    assert!(transcript.contains("secure__"), "no call in {transcript}");
+    let mut seen = tokens.clone();
+    seen.extend(stored_tokens(home));
+    assert_no_tokens(&seen, "the transcript", &transcript);
+    assert_no_tokens(&seen, "ask's stderr", &stderr(&out));
+
     // Status names server, issuer and scopes, never a token.
     for args in [&["auth", "status"][..], &["--json", "auth", "status"][..]] {
         let out = run_rkmcp(home, args);
