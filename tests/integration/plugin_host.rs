@@ -2,7 +2,6 @@
 //! quarantine and the compile cache. Components come from tests/plugins/ (scripts/build-plugins).
 // The plugin handles are not `Debug`, so `expect_err` is not available.
 #![allow(clippy::err_expect)]
-use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
@@ -306,29 +305,10 @@ async fn schema_converter_convert_and_format_result() {
     );
 }
 
-/// A newline-delimited JSON echo server on a real socket (the peer of the test transport).
-fn echo_server() -> (u16, std::thread::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let handle = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut out = stream.try_clone().unwrap();
-        for line in BufReader::new(stream).lines() {
-            let Ok(line) = line else { break };
-            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            let reply = serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "result": {"echo": v["params"]}});
-            if writeln!(out, "{reply}").is_err() {
-                break;
-            }
-        }
-    });
-    (port, handle)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transport_round_trip_through_granted_socket() {
     let f = all_plugins();
-    let (port, server) = echo_server();
+    let (port, server) = support::echo_server();
     let host = f.host(&format!(
         "[grants.tcp-transport]\nnetwork = [\"127.0.0.1:{port}\"]\nconfig = {{ addr = \"127.0.0.1:{port}\" }}"
     ));

@@ -5,8 +5,6 @@
 //! The Rust scaffolds build in one target dir shared by all four kinds and kept between runs
 //! (target/plugin-scaffold): the SDK and wit-bindgen compile once, each project in seconds. It
 //! is not the test binary's own target dir, because cargo holds that one's lock while tests run.
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -16,7 +14,7 @@ use rkmcp_plugin_host::{
     ToolAnnotations, ToolCall,
 };
 
-use rkmcp_tests::plugin_support::built;
+use rkmcp_tests::plugin_support::{built, echo_server};
 use rkmcp_tests::*;
 
 fn rkmcp_in(home: &Path, args: &[&str]) -> Output {
@@ -254,25 +252,6 @@ async fn scaffolds_behave(plugins: &Path) {
     }
     conn.close().await.unwrap();
     server.join().unwrap();
-}
-
-/// A newline-delimited JSON-RPC echo server on a real socket (the transport's peer).
-fn echo_server() -> (u16, std::thread::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let handle = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut out = stream.try_clone().unwrap();
-        for line in BufReader::new(stream).lines() {
-            let Ok(line) = line else { break };
-            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            let reply = serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "result": {}});
-            if writeln!(out, "{reply}").is_err() {
-                break;
-            }
-        }
-    });
-    (port, handle)
 }
 
 #[test]

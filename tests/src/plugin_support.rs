@@ -124,3 +124,29 @@ impl Fixture {
         engine
     }
 }
+
+/// A newline-delimited JSON-RPC echo server on a real socket, the peer of a transport plugin: it
+/// answers each request with `{"echo": params}` until the connection closes.
+pub fn echo_server() -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let port = listener.local_addr().expect("local address").port();
+    let handle = std::thread::spawn(move || {
+        let Ok((stream, _)) = listener.accept() else {
+            return;
+        };
+        let Ok(mut out) = stream.try_clone() else {
+            return;
+        };
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            let v: serde_json::Value =
+                serde_json::from_str(&line).expect("the transport sent JSON");
+            let reply = serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "result": {"echo": v["params"]}});
+            if writeln!(out, "{reply}").is_err() {
+                break;
+            }
+        }
+    });
+    (port, handle)
+}

@@ -511,13 +511,10 @@ fn show_plugins(config: &crate::config::Config) -> anyhow::Result<Flow> {
     let host = rkmcp_plugin_host::PluginHost::new(plugins)?;
     let infos = host.discover();
     if infos.is_empty() {
-        let dirs: Vec<String> = host
-            .config()
-            .plugin_dirs()
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect();
-        println!("no plugins (*.wasm) in {}", dirs.join(", "));
+        println!(
+            "no plugins (*.wasm) in {}",
+            super::plugins::searched_dirs(&host)
+        );
     }
     for i in &infos {
         println!(

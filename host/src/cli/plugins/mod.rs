@@ -235,13 +235,7 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
                     )?
                 );
             } else if infos.is_empty() {
-                let dirs: Vec<String> = host
-                    .config()
-                    .plugin_dirs()
-                    .iter()
-                    .map(|d| d.display().to_string())
-                    .collect();
-                eprintln!("no plugins (*.wasm) in {}", dirs.join(", "));
+                eprintln!("no plugins (*.wasm) in {}", searched_dirs(&host));
             } else {
                 println!("{:<24} {:<17} {:<9} STATUS", "NAME", "KIND", "CONTRACT");
                 for i in &infos {
@@ -281,4 +275,15 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The folders the host looks for plugins in, for "no plugins in …".
+pub(crate) fn searched_dirs(host: &rkmcp_plugin_host::PluginHost) -> String {
+    let dirs: Vec<String> = host
+        .config()
+        .plugin_dirs()
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    dirs.join(", ")
 }
