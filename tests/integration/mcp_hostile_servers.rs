@@ -302,3 +302,64 @@ async fn http_errors_show_the_cause_without_type_names() {
     assert!(missing.contains("no MCP endpoint here"), "{missing}");
     manager.shutdown().await;
 }
+
+/// Finding 9: log and progress notifications waiting to be handled are bounded per server.
+/// Deterministic: nothing handles the notifications handed over (the test keeps them, and with
+/// them their places in the queue), so after the bound every further one is dropped and
+/// counted, and the answer behind them still arrives.
+#[tokio::test(flavor = "current_thread")]
+async fn a_notification_flood_is_bounded() {
+    use rmcp::RoleClient;
+    use rmcp::model::JsonRpcMessage;
+    use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+    use rmcp::transport::Transport as _;
+    let message = |v: serde_json::Value| -> RxJsonRpcMessage<RoleClient> {
+        serde_json::from_value(v).unwrap()
+    };
+    let mut incoming: Vec<_> = (0..10_000)
+        .map(|i| {
+            message(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                           "params": {"level": "info", "data": format!("line {i}")}}))
+        })
+        .collect();
+    incoming.push(message(json!({"jsonrpc": "2.0", "id": 1, "result": {}})));
+    let inner = rmcp::transport::sink_stream::SinkStreamTransport::new(
+        futures::sink::drain::<TxJsonRpcMessage<RoleClient>>(),
+        futures::stream::iter(incoming),
+    );
+    let mut tap = rkmcp::mcp::tap::wrap(inner, "h", None);
+    let mut handed = Vec::new();
+    while let Some(m) = tap.receive().await {
+        handed.push(m);
+    }
+    let notifications = handed
+        .iter()
+        .filter(|m| matches!(m, JsonRpcMessage::Notification(_)))
+        .count();
+    assert_eq!(
+        notifications,
+        rkmcp::mcp::flood::DEFAULT_LIMIT,
+        "notifications handed on while none was handled"
+    );
+    assert!(matches!(handed.last(), Some(JsonRpcMessage::Response(_))));
+}
+
+/// Finding 13, the chain walker itself (`mcp::errors`): an error rmcp names by a Rust type is
+/// told by its cause.
+#[test]
+fn error_chains_leave_out_rust_type_names() {
+    let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+    let err = rmcp::ServiceError::TransportSend(
+        rmcp::transport::DynamicTransportError::from_parts(
+            "rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::Client>>",
+            std::any::TypeId::of::<()>(),
+            Box::new(refused),
+        ),
+    );
+    let text = rkmcp::mcp::errors::describe_service_error(&err);
+    assert!(
+        !text.contains("rmcp::") && !text.contains("WorkerTransport"),
+        "{text}"
+    );
+    assert!(text.contains("Connection refused"), "{text}");
+}
