@@ -120,7 +120,7 @@ impl AutoApproved {
         state.scopes = session.auth_manager.get_current_scopes().await;
         state.manager = Some(session.auth_manager);
         // The server decides: a `DPoP` token is bound to the key, a `Bearer` one is not.
-        let bound = tokens.token_type().as_ref().eq_ignore_ascii_case("dpop");
+        let bound = dpop::is_dpop_token_type(tokens.token_type().as_ref());
         if let Ok(mut current) = self.dpop.lock() {
             *current = key.filter(|_| bound);
         }

@@ -115,19 +115,21 @@ impl KeyringStore {
             service,
             label: String::new(),
         };
-        let label = within(CALL_TIMEOUT, "open its default collection", async {
+        let (label, locked) = within(CALL_TIMEOUT, "open its default collection", async {
             let collection = store.collection().await?;
-            collection.get_label().await.map_err(failed("read a label"))
+            let label = collection
+                .get_label()
+                .await
+                .map_err(failed("read a label"))?;
+            let locked = collection
+                .is_locked()
+                .await
+                .map_err(failed("check a lock"))?;
+            Ok((label, locked))
         })
         .await
         .map_err(OpenError::Failed)?;
         store.label = label;
-        let locked = within(CALL_TIMEOUT, "open its default collection", async {
-            let collection = store.collection().await?;
-            collection.is_locked().await.map_err(failed("check a lock"))
-        })
-        .await
-        .map_err(OpenError::Failed)?;
         if locked {
             tracing::info!("unlocking the keyring `{}`", store.label);
             within(UNLOCK_TIMEOUT, "unlock its default collection", async {
