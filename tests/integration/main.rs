@@ -24,9 +24,11 @@ mod plugin_default_plugins;
 mod plugin_detector_native_equals_component;
 mod plugin_hardening;
 mod plugin_host;
+mod plugin_js_guard;
 mod plugin_python_guard;
 mod plugin_sandbox;
 mod plugin_scaffold;
+mod plugin_scaffold_js;
 mod plugin_transport_websocket;
 
 mod chat_approval_guards;

@@ -17,7 +17,7 @@ use rkmcp_plugin_host::{
 use rkmcp_tests::plugin_support::{built, echo_server};
 use rkmcp_tests::*;
 
-fn rkmcp_in(home: &Path, args: &[&str]) -> Output {
+pub(super) fn rkmcp_in(home: &Path, args: &[&str]) -> Output {
     rkmcp_command(home, args)
         .env("XDG_DATA_HOME", home.join("data"))
         .stdin(Stdio::null())
@@ -25,7 +25,7 @@ fn rkmcp_in(home: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run rkmcp: {e}"))
 }
 
-fn ok(out: &Output, what: &str) -> String {
+pub(super) fn ok(out: &Output, what: &str) -> String {
     assert!(
         out.status.success(),
         "{what} failed\nstdout: {}\nstderr: {}",
@@ -35,7 +35,7 @@ fn ok(out: &Output, what: &str) -> String {
     stdout(out)
 }
 
-fn failed(out: &Output, what: &str) -> String {
+pub(super) fn failed(out: &Output, what: &str) -> String {
     assert!(
         !out.status.success(),
         "{what} should fail\nstdout: {}",
@@ -45,7 +45,7 @@ fn failed(out: &Output, what: &str) -> String {
 }
 
 /// `plugins check` with a generous call deadline: CPython's first call imports modules.
-fn check(home: &Path, wasm: &Path, name: &str) -> String {
+pub(super) fn check(home: &Path, wasm: &Path, name: &str) -> String {
     let config = write(
         home,
         "check.toml",
@@ -64,7 +64,7 @@ fn check(home: &Path, wasm: &Path, name: &str) -> String {
     ok(&out, &format!("plugins check {}", wasm.display()))
 }
 
-fn run_shell(dir: &Path, command: &str, envs: &[(&str, PathBuf)]) {
+pub(super) fn run_shell(dir: &Path, command: &str, envs: &[(&str, PathBuf)]) {
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(command).current_dir(dir);
     for (k, v) in envs {
@@ -82,7 +82,7 @@ fn run_shell(dir: &Path, command: &str, envs: &[(&str, PathBuf)]) {
 }
 
 /// The printed build command, as a user would copy it.
-fn build_command(new_out: &str) -> String {
+pub(super) fn build_command(new_out: &str) -> String {
     let mut lines = new_out.lines();
     lines
         .find(|l| l.starts_with("build it with"))
@@ -92,7 +92,7 @@ fn build_command(new_out: &str) -> String {
 }
 
 /// `plugins new KIND NAME --dir DIR`; returns the build command it printed.
-fn scaffold(home: &Path, kind: &str, name: &str, dir: &Path, extra: &[&str]) -> String {
+pub(super) fn scaffold(home: &Path, kind: &str, name: &str, dir: &Path, extra: &[&str]) -> String {
     let mut args = vec![
         "plugins",
         "new",

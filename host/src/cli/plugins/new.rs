@@ -1,15 +1,18 @@
-//! `rkmcp plugins new KIND NAME [--lang rust|python]`: a plugin project that builds with one
+//! `rkmcp plugins new KIND NAME [--lang rust|python|js]`: a plugin project that builds with one
 //! command and passes `rkmcp plugins check`.
 //!
 //! The templates are compiled into the binary (`include_str!`), so an installed rkmcp needs no
 //! source tree except for the Rust SDK crate. They cannot rot unnoticed: the Python guard *is*
-//! the bundled `plugins/guard-python/app.py` that CI builds, and
-//! `tests/integration/plugin_scaffold.rs` builds the generated projects and checks them.
+//! the bundled `plugins/guard-python/app.py` that CI builds (the JavaScript guard likewise
+//! `plugins/guard-js/app.js`, see `js.rs`), and `tests/integration/plugin_scaffold.rs` (JavaScript:
+//! `plugin_scaffold_js.rs`) builds the generated projects and checks them.
 use std::path::{Path, PathBuf};
 
 use rkmcp_plugin_host::SUPPORTED_VERSIONS;
 
 use super::UsageError;
+
+mod js;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
@@ -27,6 +30,8 @@ pub enum Kind {
 pub enum Lang {
     Rust,
     Python,
+    /// JavaScript (componentize-js): detector, converter, guard.
+    Js,
 }
 
 impl Kind {
@@ -286,6 +291,11 @@ pub fn scaffold(
                 build,
                 "componentize-py 0.25.1 (pip install componentize-py==0.25.1), on PATH or in COMPONENTIZE_PY",
             )
+        }
+        Lang::Js => {
+            let build = "./build.sh".to_string();
+            files.extend(js::files(kind, name, &|text| vars(text, &build, ""))?);
+            (build, js::NEEDS)
         }
     };
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
