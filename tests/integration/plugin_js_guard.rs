@@ -146,7 +146,7 @@ async fn decides_like_guard_python() {
     let f = Fixture::new(&[(PLUGIN, PLUGIN), ("guard-python", "guard-python")]);
     let rules = r#"deny = ["*delete*", "shell/*", "x[!a-c]?"]
 ask = ["*write*", "fs/mo?e"]
-allow = ["*read*", "time/*", "[tu]*"]
+allow = ["*read*", "time/*", "[tu]*", "x*"]
 default = "deny""#;
     let js = host(&f, PLUGIN, rules);
     let py = f.host(&format!(
