@@ -85,7 +85,12 @@ async fn rules_decide_in_order_deny_arguments_ask_allow_then_default() {
         reason.contains("`path`") && reason.contains("/etc/passwd"),
         "{reason}"
     );
-    let fine = call("fs", "read_file", json!({"path": "notes/a..b", "etc": 1}), None);
+    let fine = call(
+        "fs",
+        "read_file",
+        json!({"path": "notes/a..b", "etc": 1}),
+        None,
+    );
     assert_eq!(review(&g, &fine).await, Decision::Allow);
 
     // `ask` beats `allow` (write_log matches both); the question shows the arguments.
@@ -127,7 +132,10 @@ async fn broken_config_fails_closed_naming_the_key() {
         (r#"default = "maybe""#, ["`default`", "maybe"]),
         (r#"deny = ["ok", 3]"#, ["`deny`", "not a string"]),
         (r#"ask = ["[z-a]"]"#, ["`ask`", "[z-a]"]),
-        (r#"deny_arguments = "['oops""#, ["`deny_arguments`", "unterminated"]),
+        (
+            r#"deny_arguments = "['oops""#,
+            ["`deny_arguments`", "unterminated"],
+        ),
     ] {
         let h = host(&f, PLUGIN, config);
         let g = h.approval_guard(PLUGIN).expect("guard");

@@ -37,7 +37,10 @@ fn js_scaffolds_build_pass_check_and_work() {
         let checked = check(home.path(), &wasm, &name);
         assert!(checked.trim_end().ends_with("ok"), "{checked}");
         assert!(checked.contains(&format!("name:      {name}")), "{checked}");
-        assert!(checked.contains(&format!("kind:      {world}")), "{checked}");
+        assert!(
+            checked.contains(&format!("kind:      {world}")),
+            "{checked}"
+        );
         assert!(
             checked.contains(&format!(
                 "contract:  rkmcp:plugin@{}",
@@ -96,7 +99,13 @@ async fn scaffolds_behave(plugins: &Path) {
         .await
         .unwrap();
     let mut events = Vec::new();
-    for chunk in ["Sure.\nCA", "LL echo {\"mes", "sage\": \"hi\"}\n", "CALL x {bad\n", "Done"] {
+    for chunk in [
+        "Sure.\nCA",
+        "LL echo {\"mes",
+        "sage\": \"hi\"}\n",
+        "CALL x {bad\n",
+        "Done",
+    ] {
         events.extend(s.feed(chunk).await.unwrap());
     }
     events.extend(s.finish().await.unwrap());
@@ -134,7 +143,10 @@ async fn scaffolds_behave(plugins: &Path) {
         Decision::Allow
     );
     assert!(matches!(
-        guard.review(&call("delete_file", Some(true))).await.unwrap(),
+        guard
+            .review(&call("delete_file", Some(true)))
+            .await
+            .unwrap(),
         Decision::Deny(_)
     ));
     assert!(matches!(

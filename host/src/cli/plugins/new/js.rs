@@ -32,7 +32,11 @@ fn export_name(kind: Kind) -> &'static str {
 /// The project's files; `vars` fills the shared placeholders ({{name}}, {{world}}, {{build}}, …).
 /// A transport is refused (before anything is written): it needs sockets, and the JavaScript
 /// engine componentize-js embeds has no socket (or file) API.
-pub fn files(kind: Kind, name: &str, vars: &dyn Fn(&str) -> String) -> Result<Vec<File>, UsageError> {
+pub fn files(
+    kind: Kind,
+    name: &str,
+    vars: &dyn Fn(&str) -> String,
+) -> Result<Vec<File>, UsageError> {
     let fill = |text: &str| vars(text).replace("{{export}}", export_name(kind));
     let (app, manifest) = match kind {
         // The bundled guard's name appears in its comments, reasons and config examples.
