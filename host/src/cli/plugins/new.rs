@@ -294,7 +294,7 @@ pub fn scaffold(
         }
         Lang::Js => {
             let build = "./build.sh".to_string();
-            files.extend(js::files(kind, name, &|text| vars(text, &build, ""))?);
+            files.extend(js::files(kind, name, &|text: &str| vars(text, &build, ""))?);
             (build, js::NEEDS)
         }
     };

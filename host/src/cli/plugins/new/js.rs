@@ -92,7 +92,7 @@ mod tests {
     /// name is left to confuse a reason or a config key.
     #[test]
     fn guard_speaks_with_the_project_name() {
-        let files = files(Kind::Guard, "my-rules", &|t| t.to_string()).unwrap();
+        let files = files(Kind::Guard, "my-rules", &|t: &str| t.to_string()).unwrap();
         let text = |rel: &str| {
             files
                 .iter()
