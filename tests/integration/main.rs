@@ -27,6 +27,7 @@ mod plugin_host;
 mod plugin_python_guard;
 mod plugin_sandbox;
 mod plugin_scaffold;
+mod plugin_transport_python;
 mod plugin_transport_websocket;
 
 mod chat_approval_guards;
