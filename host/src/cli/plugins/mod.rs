@@ -30,19 +30,20 @@ pub enum PluginsCommand {
     /// Creates the folder NAME (or --dir) with the plugin's source, its manifest NAME.toml
     /// (what it requests) and a README, then prints the build command. A Rust project uses the
     /// plugin SDK of rkmcp's sources (a path dependency) and builds for wasm32-wasip2; a
-    /// Python project (guard only) builds with componentize-py. Never writes into an existing
+    /// Python project (every kind) builds with componentize-py. Never writes into an existing
     /// folder.
     #[command(after_help = "Examples:\n  \
         rkmcp plugins new guard my-guard\n  \
         rkmcp plugins new detector my-format --dir ~/src/my-format\n  \
-        rkmcp plugins new guard py-rules --lang python")]
+        rkmcp plugins new guard py-rules --lang python\n  \
+        rkmcp plugins new transport py-tcp --lang python")]
     New {
         /// What the plugin does.
         kind: new::Kind,
         /// Plugin name: lowercase letters, digits and '-' (also its file, crate and config
         /// key: NAME.wasm, [plugins.grants.NAME]).
         name: String,
-        /// Language of the project. Python (componentize-py) has a guard template.
+        /// Language of the project. Python (componentize-py) has a template for every kind.
         #[arg(long, value_enum, default_value = "rust")]
         lang: new::Lang,
         /// Folder to create (default: ./NAME). It must not exist.
