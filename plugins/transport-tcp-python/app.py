@@ -23,7 +23,7 @@ import time
 from wit_world import exports
 from wit_world.exports import transport as wit
 from wit_world.imports import host, types
-from wit_world.types import Err
+from componentize_py_types import Err
 
 NAME = "transport-tcp-python"
 DEFAULT_CONNECT_TIMEOUT_MS = 4000

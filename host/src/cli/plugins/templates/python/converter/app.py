@@ -8,7 +8,7 @@ import json
 
 from wit_world import exports
 from wit_world.exports import schema_converter
-from wit_world.types import Err
+from componentize_py_types import Err
 
 
 class SchemaConverter(exports.SchemaConverter):

@@ -9,7 +9,7 @@ import json
 
 from wit_world import exports
 from wit_world.imports import types
-from wit_world.types import Err
+from componentize_py_types import Err
 
 FORMATS = ("", "call-lines")
 
