@@ -8,6 +8,7 @@ answer ends).
 import json
 
 from wit_world import exports
+from wit_world.exports import detector
 from wit_world.imports import types
 from componentize_py_types import Err
 
@@ -22,7 +23,7 @@ class Detector(exports.Detector):
         return Session()
 
 
-class Session(exports.detector.Session):
+class Session(detector.Session):
     def __init__(self):
         # The incomplete last line, held until its newline (or the end of the answer).
         self._pending = ""
