@@ -191,10 +191,7 @@ async fn lists_and_calls_the_tools_of_mcp_server_time() {
 async fn reaches_only_the_granted_host_and_port() {
     let bridge = Bridge::start();
     let f = Fixture::new(&[(PLUGIN, PLUGIN)]);
-    let config = format!(
-        "config = {{ url = \"tcp://127.0.0.1:{}\" }}\n",
-        bridge.port
-    );
+    let config = format!("config = {{ url = \"tcp://127.0.0.1:{}\" }}\n", bridge.port);
 
     // No network grant at all.
     let host = host_with(&f, &config);
@@ -236,7 +233,10 @@ async fn bad_config_is_reported_as_config_errors() {
         ("", "url"),
         ("config = { url = \"http://127.0.0.1:9\" }", "tcp://"),
         ("config = { url = \"tcp://127.0.0.1\" }", "no port"),
-        ("config = { url = \"tcp://127.0.0.1:99999\" }", "port number"),
+        (
+            "config = { url = \"tcp://127.0.0.1:99999\" }",
+            "port number",
+        ),
         ("config = { url = \"tcp://127.0.0.1:9/mcp\" }", "no path"),
         ("config = { url = \"tcp://[::1:9\" }", "unclosed"),
         (
@@ -262,9 +262,7 @@ async fn bad_config_is_reported_as_config_errors() {
 /// A peer that plays `script` on the first connection: `Some(bytes)` is written (and flushed),
 /// `None` is a pause long enough for the plugin's receive to time out in between. The lines the
 /// plugin sent are returned when the peer closes.
-fn scripted_peer(
-    script: Vec<Option<Vec<u8>>>,
-) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
+fn scripted_peer(script: Vec<Option<Vec<u8>>>) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let port = listener.local_addr().expect("local address").port();
     let handle = std::thread::spawn(move || {
