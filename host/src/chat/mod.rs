@@ -20,6 +20,7 @@ pub mod engine;
 pub mod execute;
 pub mod generation;
 pub mod prompt;
+pub mod reload;
 pub mod round;
 pub mod sampling;
 pub mod settings;
