@@ -19,7 +19,7 @@
 //!
 //! Watching is `notify` (inotify, FSEvents, ReadDirectoryChangesW behind one API) with
 //! `notify-debouncer-mini`, which turns the several events of one write into one per file.
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -87,6 +87,9 @@ pub struct PluginReloader {
     errors: Arc<Mutex<Vec<String>>>,
     /// Plugins announced as removed: their return is announced even if the file is the same.
     removed: BTreeSet<String>,
+    /// The version the chat runs of each guard, detector and converter (the host's newest
+    /// version may be one that loaded but could not serve, e.g. of another kind).
+    running: BTreeMap<String, PluginVersion>,
     watched: Vec<PathBuf>,
     /// Dropping it stops the watcher.
     _debouncer: Debouncer<RecommendedWatcher>,
@@ -141,6 +144,19 @@ impl PluginReloader {
             }
         })
         .context("cannot start watching the plugin folders")?;
+        // What runs now: the chat loaded these from this host, so this finds them cached.
+        let running = roles
+            .guards
+            .iter()
+            .chain(&roles.detector)
+            .chain(&roles.converter)
+            .filter_map(|name| match host.reload(name) {
+                Reload::Unchanged(v) | Reload::Reloaded { version: v, .. } => {
+                    Some((name.clone(), v))
+                }
+                Reload::Failed { .. } | Reload::Removed { .. } => None,
+            })
+            .collect();
         let mut watched = Vec::new();
         // A folder that does not exist yet is not watched: a watch needs something to attach to,
         // and creating the user's folders is not the chat's business.
@@ -157,6 +173,7 @@ impl PluginReloader {
             changed,
             errors,
             removed: BTreeSet::new(),
+            running,
             watched,
             _debouncer: debouncer,
         }))
@@ -215,12 +232,17 @@ impl PluginReloader {
                         folder(&version.path)
                     ));
                 }
-                let was = previous
-                    .filter(|p| p.contract_version != version.contract_version || p.version != version.version)
+                let was = self
+                    .running
+                    .get(name)
                     .map(|p| format!(", was {p}"))
                     .unwrap_or_default();
                 Some(match self.swap(name, &version, engine) {
-                    Ok(()) => format!(
+                    Ok(()) => {
+                        if !self.is_transport_only(name) {
+                            self.running.insert(name.to_string(), version.clone());
+                        }
+                        format!(
                         "plugin `{name}` reloaded ({version}{was}) from {}; the {role} uses it {}",
                         version.path.display(),
                         if self.is_transport_only(name) {
@@ -228,19 +250,24 @@ impl PluginReloader {
                         } else {
                             "from the next call on"
                         }
-                    ),
+                    )
+                    }
                     Err(why) => format!(
-                        "plugin `{name}`: the new {} loaded but cannot serve as {role}: {why}; the loaded version keeps running",
-                        version.path.display()
+                        "plugin `{name}`: the new {} loaded but cannot serve as {role}: {why}; the loaded version{} keeps running",
+                        version.path.display(),
+                        self.running
+                            .get(name)
+                            .map(|v| format!(" ({v})"))
+                            .unwrap_or_default()
                     ),
                 })
             }
-            Reload::Failed { path, error, kept } => {
+            Reload::Failed { path, error, .. } => {
                 let why = match error {
                     PluginError::Unusable { message, .. } => message,
                     other => other.to_string(),
                 };
-                Some(match (uses.is_empty(), kept) {
+                Some(match (uses.is_empty(), self.running.get(name)) {
                     (false, _) if self.is_transport_only(name) => format!(
                         "plugin `{name}`: the new {} does not load: {why}; the {role} keeps its connection, but reconnecting fails until the file is fixed",
                         path.display()
@@ -258,6 +285,11 @@ impl PluginReloader {
                     .as_ref()
                     .map(|k| format!(" from {}", folder(&k.path)))
                     .unwrap_or_default();
+                let running = self
+                    .running
+                    .get(name)
+                    .map(|v| format!(" ({v})"))
+                    .unwrap_or_default();
                 Some(if uses.is_empty() {
                     format!("plugin `{name}` was removed{from}")
                 } else if self.is_transport_only(name) {
@@ -266,7 +298,7 @@ impl PluginReloader {
                     )
                 } else {
                     format!(
-                        "plugin `{name}` was removed{from}; this chat keeps running the loaded version as {role} until it ends (a removed plugin never leaves a chat silently); restart the chat to run without it"
+                        "plugin `{name}` was removed{from}; this chat keeps running the loaded version{running} as {role} until it ends (a removed plugin never leaves a chat silently); restart the chat to run without it"
                     )
                 })
             }
