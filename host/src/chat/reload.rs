@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
+use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
 use rkmcp_plugin_host::{PluginError, PluginHost, PluginKind, PluginVersion, Reload};
 
@@ -327,17 +327,20 @@ impl PluginReloader {
             PluginError::Unusable { message, .. } => message,
             other => other.to_string(),
         };
-        let guard = match r.guards.iter().any(|g| g == name) {
-            true => Some(self.host.approval_guard(name).map_err(text)?),
-            false => None,
+        let guard = if r.guards.iter().any(|g| g == name) {
+            Some(self.host.approval_guard(name).map_err(text)?)
+        } else {
+            None
         };
-        let detector = match r.detector.as_deref() == Some(name) {
-            true => Some(self.host.detector(name).map_err(text)?),
-            false => None,
+        let detector = if r.detector.as_deref() == Some(name) {
+            Some(self.host.detector(name).map_err(text)?)
+        } else {
+            None
         };
-        let converter = match r.converter.as_deref() == Some(name) {
-            true => Some(self.host.schema_converter(name).map_err(text)?),
-            false => None,
+        let converter = if r.converter.as_deref() == Some(name) {
+            Some(self.host.schema_converter(name).map_err(text)?)
+        } else {
+            None
         };
         if r.transports.iter().any(|(p, _)| p == name) && version.kind != PluginKind::Transport {
             return Err(format!("it is a {}, not a transport", version.kind));
