@@ -111,6 +111,19 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
                 None
             }
         };
+    if let Some(r) = &reloader
+        && terminal
+        && !r.watched().is_empty()
+    {
+        let dirs: Vec<String> = r.watched().iter().map(|d| d.display().to_string()).collect();
+        eprintln!(
+            "{}",
+            dim(&format!(
+                "Plugins are reloaded when their files change (watching {}).",
+                rkmcp_term_safe::sanitized_inline(dirs.join(", "))
+            ))
+        );
+    }
     if terminal {
         eprintln!(
             "{}",
