@@ -32,7 +32,8 @@ const DEADLINE: Duration = Duration::from_secs(90);
 /// A chat over the fixture server whose only guard is `gate`, unattended
 /// (no person, no --yes), with `echo` auto-approved; and its reloader.
 async fn chat(fixture: &Fixture, turns: usize) -> (ChatEngine, PluginReloader) {
-    let call = "[TOOL_CALL]{\"name\": \"fx__echo\", \"arguments\": {\"message\": \"hi\"}}[END_TOOL_CALL]";
+    let call =
+        "[TOOL_CALL]{\"name\": \"fx__echo\", \"arguments\": {\"message\": \"hi\"}}[END_TOOL_CALL]";
     let steps: Vec<&str> = (0..turns).flat_map(|_| [call, "Done."]).collect();
     let (backend, _seen) = scripted(&steps);
     let toml = format!(
@@ -48,8 +49,7 @@ async fn chat(fixture: &Fixture, turns: usize) -> (ChatEngine, PluginReloader) {
     let loaded = rkmcp::chat::start::load_plugins(&config, &settings).expect("plugins load");
     let sessions = rkmcp::mcp::SessionManager::start(&config, None).await;
     assert!(sessions.failures().is_empty(), "{:?}", sessions.failures());
-    let approver =
-        Approver::new(&settings.approval, loaded.guards, None, false).expect("approver");
+    let approver = Approver::new(&settings.approval, loaded.guards, None, false).expect("approver");
     let reloader = PluginReloader::start(loaded.host, &config, &settings)
         .expect("the plugin folder is watched")
         .expect("the chat uses a plugin, so it watches");
@@ -86,18 +86,17 @@ fn assert_denied_by_gate(v: &Verdict) {
 }
 
 /// Applies changes between turns until a notice containing `what` appears; returns them all.
-async fn notice(
-    reloader: &mut PluginReloader,
-    engine: &mut ChatEngine,
-    what: &str,
-) -> Vec<String> {
+async fn notice(reloader: &mut PluginReloader, engine: &mut ChatEngine, what: &str) -> Vec<String> {
     let start = Instant::now();
     let mut seen = Vec::new();
     loop {
         seen.extend(reloader.apply(engine).await);
         if seen.iter().any(|n| n.contains(what)) {
             for n in &seen {
-                assert!(!n.chars().any(char::is_control), "control characters: {n:?}");
+                assert!(
+                    !n.chars().any(char::is_control),
+                    "control characters: {n:?}"
+                );
             }
             return seen;
         }
@@ -126,18 +125,27 @@ async fn a_guard_replaced_broken_and_removed_during_one_chat() {
     // Replaced by another guard: the next call is reviewed by the new one.
     put(ASKS, &gate);
     let notes = notice(&mut reloader, &mut engine, "plugin `gate` reloaded").await;
-    let note = notes.iter().find(|n| n.contains("reloaded")).expect("notice");
+    let note = notes
+        .iter()
+        .find(|n| n.contains("reloaded"))
+        .expect("notice");
     assert!(
         note.contains("approval-guard") && note.contains("contract 0.2.0"),
         "{note}"
     );
-    assert!(note.contains("was approval-guard, contract 0.1.0"), "{note}");
+    assert!(
+        note.contains("was approval-guard, contract 0.1.0"),
+        "{note}"
+    );
     assert_denied_by_gate(&verdict(&mut engine).await);
 
     // Replaced by a file that is no component: the notice says why, the running guard stays.
     std::fs::write(&gate, b"\0asm\x01\0\0\0 this is not a component").expect("write");
     let notes = notice(&mut reloader, &mut engine, "does not load").await;
-    let note = notes.iter().find(|n| n.contains("does not load")).expect("notice");
+    let note = notes
+        .iter()
+        .find(|n| n.contains("does not load"))
+        .expect("notice");
     assert!(
         note.contains(&gate.display().to_string())
             && note.contains("(approval-guard, contract 0.2.0) keeps running as approval guard"),
@@ -159,8 +167,10 @@ async fn a_guard_replaced_broken_and_removed_during_one_chat() {
     std::fs::remove_file(&gate).expect("remove");
     let notes = notice(&mut reloader, &mut engine, "was removed").await;
     assert!(
-        notes.iter().any(|n| n.contains("keeps running the loaded version")
-            && n.contains("as approval guard until it ends")),
+        notes
+            .iter()
+            .any(|n| n.contains("keeps running the loaded version")
+                && n.contains("as approval guard until it ends")),
         "{notes:?}"
     );
     assert_denied_by_gate(&verdict(&mut engine).await);
@@ -175,7 +185,9 @@ async fn a_guard_replaced_broken_and_removed_during_one_chat() {
     put(ALLOWS, &fixture.plugins.path().join("\u{1b}[2Jextra.wasm"));
     let notes = notice(&mut reloader, &mut engine, "this chat does not use it").await;
     assert!(
-        notes.iter().any(|n| n.contains("added") && n.contains("extra")),
+        notes
+            .iter()
+            .any(|n| n.contains("added") && n.contains("extra")),
         "{notes:?}"
     );
     assert_allowed(&verdict(&mut engine).await);

@@ -127,8 +127,8 @@ impl PluginReloader {
         let changed: Arc<Mutex<BTreeSet<String>>> = Arc::default();
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
         let (on_change, on_error) = (changed.clone(), errors.clone());
-        let mut debouncer = new_debouncer(DEBOUNCE, move |result: DebounceEventResult| {
-            match result {
+        let mut debouncer =
+            new_debouncer(DEBOUNCE, move |result: DebounceEventResult| match result {
                 Ok(events) => {
                     let mut set = on_change.lock().unwrap_or_else(|e| e.into_inner());
                     set.extend(
@@ -141,9 +141,8 @@ impl PluginReloader {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push(err.to_string()),
-            }
-        })
-        .context("cannot start watching the plugin folders")?;
+            })
+            .context("cannot start watching the plugin folders")?;
         // What runs now: the chat loaded these from this host, so this finds them cached.
         let running = roles
             .guards
@@ -160,7 +159,12 @@ impl PluginReloader {
         let mut watched = Vec::new();
         // A folder that does not exist yet is not watched: a watch needs something to attach to,
         // and creating the user's folders is not the chat's business.
-        for dir in host.config().plugin_dirs().into_iter().filter(|d| d.is_dir()) {
+        for dir in host
+            .config()
+            .plugin_dirs()
+            .into_iter()
+            .filter(|d| d.is_dir())
+        {
             debouncer
                 .watcher()
                 .watch(&dir, RecursiveMode::NonRecursive)
@@ -188,12 +192,11 @@ impl PluginReloader {
     /// notices for the user, one line each, free of control sequences (file names and plugin
     /// errors are not ours).
     pub async fn apply(&mut self, engine: &mut ChatEngine) -> Vec<String> {
-        let mut notices: Vec<String> = std::mem::take(
-            &mut *self.errors.lock().unwrap_or_else(|e| e.into_inner()),
-        )
-        .into_iter()
-        .map(|e| format!("watching the plugin folders: {e}"))
-        .collect();
+        let mut notices: Vec<String> =
+            std::mem::take(&mut *self.errors.lock().unwrap_or_else(|e| e.into_inner()))
+                .into_iter()
+                .map(|e| format!("watching the plugin folders: {e}"))
+                .collect();
         let names = std::mem::take(&mut *self.changed.lock().unwrap_or_else(|e| e.into_inner()));
         for name in names {
             let host = self.host.clone();
@@ -219,16 +222,22 @@ impl PluginReloader {
         let role = uses.join(" and ");
         match outcome {
             // A removed file that came back as it was: the chat never stopped running it.
-            Reload::Unchanged(v) => self
-                .removed
-                .remove(name)
-                .then(|| format!("plugin `{name}` is back in {} ({v}), unchanged", folder(&v.path))),
+            Reload::Unchanged(v) => self.removed.remove(name).then(|| {
+                format!(
+                    "plugin `{name}` is back in {} ({v}), unchanged",
+                    folder(&v.path)
+                )
+            }),
             Reload::Reloaded { version, previous } => {
                 self.removed.remove(name);
                 if uses.is_empty() {
                     return Some(format!(
                         "plugin `{name}` {} in {} ({version}); this chat does not use it",
-                        if previous.is_some() { "changed" } else { "added" },
+                        if previous.is_some() {
+                            "changed"
+                        } else {
+                            "added"
+                        },
                         folder(&version.path)
                     ));
                 }
@@ -243,14 +252,14 @@ impl PluginReloader {
                             self.running.insert(name.to_string(), version.clone());
                         }
                         format!(
-                        "plugin `{name}` reloaded ({version}{was}) from {}; the {role} uses it {}",
-                        version.path.display(),
-                        if self.is_transport_only(name) {
-                            "when it reconnects"
-                        } else {
-                            "from the next call on"
-                        }
-                    )
+                            "plugin `{name}` reloaded ({version}{was}) from {}; the {role} uses it {}",
+                            version.path.display(),
+                            if self.is_transport_only(name) {
+                                "when it reconnects"
+                            } else {
+                                "from the next call on"
+                            }
+                        )
                     }
                     Err(why) => format!(
                         "plugin `{name}`: the new {} loaded but cannot serve as {role}: {why}; the loaded version{} keeps running",

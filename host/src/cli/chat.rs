@@ -103,19 +103,23 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
     .await?;
     let mut engine = started.engine;
     status::print_start(&engine, &started.failures);
-    let mut reloader =
-        match PluginReloader::start(started.plugin_host, &config, engine.settings()) {
-            Ok(r) => r,
-            Err(err) => {
-                eprintln!("rkmcp: plugin hot reload is off: {err:#}");
-                None
-            }
-        };
+    let mut reloader = match PluginReloader::start(started.plugin_host, &config, engine.settings())
+    {
+        Ok(r) => r,
+        Err(err) => {
+            eprintln!("rkmcp: plugin hot reload is off: {err:#}");
+            None
+        }
+    };
     if let Some(r) = &reloader
         && terminal
         && !r.watched().is_empty()
     {
-        let dirs: Vec<String> = r.watched().iter().map(|d| d.display().to_string()).collect();
+        let dirs: Vec<String> = r
+            .watched()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
         eprintln!(
             "{}",
             dim(&format!(
