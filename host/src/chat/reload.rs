@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
 use rkmcp_plugin_host::{PluginError, PluginHost, PluginKind, PluginVersion, Reload};
 
