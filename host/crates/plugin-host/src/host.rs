@@ -21,6 +21,9 @@ use crate::manifest::{self, Manifest};
 use crate::plugin::{Health, KindPre, Loaded, Settings, guarded};
 use crate::wit::{Versioned, latest, per_version, v0_1_0};
 
+mod reload;
+pub use reload::{PluginVersion, Reload};
+
 /// Where a plugin stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "state", content = "reason")]
