@@ -125,16 +125,12 @@ use rkmcp_term_safe::sanitize_inline as clean;
 
 fn grants(info: &PluginInfo) -> String {
     let g = &info.grants;
-    let mut parts = Vec::new();
-    if !g.files.is_empty() {
-        parts.push(format!("files: {}", g.files.join(", ")));
-    }
-    if !g.network.is_empty() {
-        parts.push(format!("network: {}", g.network.join(", ")));
-    }
-    if !g.env.is_empty() {
-        parts.push(format!("env: {}", g.env.join(", ")));
-    }
+    let mut parts: Vec<String> = g
+        .capabilities
+        .iter()
+        .filter(|(_, items)| !items.is_empty())
+        .map(|(key, items)| format!("{key}: {}", items.join(", ")))
+        .collect();
     parts.push(format!("memory: {} MiB", g.memory_mb));
     parts.join("; ")
 }
