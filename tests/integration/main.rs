@@ -29,12 +29,14 @@ mod plugin_python_guard;
 mod plugin_sandbox;
 mod plugin_scaffold;
 mod plugin_scaffold_js;
+mod plugin_transport_python;
 mod plugin_transport_websocket;
 
 mod chat_approval_guards;
 mod chat_converter_plugins;
 mod chat_detector_plugins;
 mod chat_loop_transcripts;
+mod chat_plugin_reload;
 mod chat_real_model;
 
 mod cli_config_errors;

@@ -173,6 +173,35 @@ async fn a_tampered_cache_artifact_does_not_reach_wasmtime() {
     assert_healthy(&host).await;
 }
 
+/// A cached artifact is hashed once and then trusted by its file identity, so a load maps it
+/// without reading it. Changing it in place afterwards, with its size and mtime put back, must
+/// still be caught: the change moved its ctime, and the entry is hashed (and refused) again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_artifact_changed_in_place_after_its_check_is_hashed_again() {
+    use std::io::{Seek, SeekFrom, Write};
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(&[("testplug-detector", "healthy")]);
+    let first = PluginHost::new(f.config_with_cache(cache.path(), "")).unwrap();
+    assert_eq!(first.discover()[0].cache, Some(CacheOutcome::Stored));
+    let again = PluginHost::new(f.config_with_cache(cache.path(), "")).unwrap();
+    assert_eq!(again.discover()[0].cache, Some(CacheOutcome::Hit));
+    let file = &cwasm_files(cache.path())[0];
+    let before = std::fs::metadata(file).unwrap();
+    let mut out = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+    out.seek(SeekFrom::Start(before.len() / 2)).unwrap();
+    out.write_all(&[0xcc; 4096]).unwrap();
+    out.set_modified(before.modified().unwrap()).unwrap();
+    drop(out);
+    let after = std::fs::metadata(file).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (before.len(), before.modified().unwrap())
+    );
+    let host = PluginHost::new(f.config_with_cache(cache.path(), "")).unwrap();
+    assert_eq!(host.discover()[0].cache, Some(CacheOutcome::Recompiled));
+    assert_healthy(&host).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_and_plugin_folders_writable_by_others_are_refused() {
     let f = Fixture::new(&[("testplug-detector", "healthy")]);

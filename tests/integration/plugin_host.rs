@@ -47,9 +47,9 @@ async fn discover_reads_kinds_manifests_and_grants() {
     assert_eq!(manifest.description.as_deref(), Some("Hermes detector"));
     // A manifest only requests: nothing is granted without the user's config.
     assert_eq!(manifest.requests.network, vec!["example.com:443"]);
-    assert!(by("healthy").grants.network.is_empty());
+    assert!(by("healthy").grants.granted("network").is_empty());
     assert_eq!(by("guard").kind, Some(PluginKind::ApprovalGuard));
-    assert_eq!(by("guard").grants.env, vec!["HOME"]);
+    assert_eq!(by("guard").grants.granted("env"), vec!["HOME"]);
     assert_eq!(by("converter").status, PluginStatus::Disabled);
     assert_eq!(by("converter").kind, Some(PluginKind::SchemaConverter));
     assert_eq!(by("tcp-transport").kind, Some(PluginKind::Transport));

@@ -536,6 +536,18 @@ impl Approver {
         self.prompter.is_some()
     }
 
+    /// Puts a new version of the guard of the same name in its place (hot reload, between
+    /// turns); false when no guard of that name is configured (nothing changes).
+    pub fn replace_guard(&mut self, guard: ApprovalGuard) -> bool {
+        match self.guards.iter_mut().find(|g| g.name() == guard.name()) {
+            Some(slot) => {
+                *slot = guard;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The names of the guards consulted, in order.
     pub fn guard_names(&self) -> Vec<&str> {
         self.guards.iter().map(ApprovalGuard::name).collect()

@@ -191,6 +191,25 @@ impl ChatEngine {
         self
     }
 
+    /// Hot reload, between turns: a new version of the detector plugin reads the next answer.
+    pub fn replace_detector_plugin(&mut self, detector: Detector) {
+        self.transcript.detector = Some(detector.name().to_string());
+        self.detector_plugin = Some(detector);
+    }
+
+    /// Hot reload, between turns: a new version of the converter plugin describes the tools
+    /// from the next round on (its conversion is made afresh, not reused from the old one).
+    pub fn replace_converter_plugin(&mut self, converter: SchemaConverter) {
+        self.transcript.converter = Some(converter.name().to_string());
+        self.converter = Some(ConverterPlugin::new(converter));
+    }
+
+    /// Hot reload, between turns: a new version of an approval guard reviews the next call;
+    /// false when no guard of that name is configured.
+    pub fn replace_guard(&mut self, guard: rkmcp_plugin_host::ApprovalGuard) -> bool {
+        self.approver.replace_guard(guard)
+    }
+
     /// Re-reads the tools of every live server (they change on `list_changed`).
     pub fn refresh_tools(&mut self) {
         let (exposed, _) = self.sessions.tools();

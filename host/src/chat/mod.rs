@@ -10,7 +10,8 @@
 //! plugin). [`engine`] runs that loop for `rkmcp chat` and `ask`, each round planned by [`round`]
 //! (grammar, temperature) and streamed by [`generation`].
 //! [`sampling`] serves servers' `sampling/createMessage` on the same model, prompt and detector path,
-//! as a conversation of its own.
+//! as a conversation of its own. [`reload`] puts new versions of the chat's plugins in place
+//! between turns when their files change (`rkmcp chat`).
 pub mod approval;
 pub mod budget;
 pub mod client;
@@ -20,6 +21,7 @@ pub mod engine;
 pub mod execute;
 pub mod generation;
 pub mod prompt;
+pub mod reload;
 pub mod round;
 pub mod sampling;
 pub mod settings;

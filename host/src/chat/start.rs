@@ -69,6 +69,9 @@ pub fn server_context(session: &Session) -> String {
 pub struct StartedChat {
     pub engine: ChatEngine,
     pub failures: Vec<StartFailure>,
+    /// The host the chat's plugins came from (`None`: the chat uses none); hot reload loads new
+    /// versions through it, so they share its compiled code and fault counts.
+    pub plugin_host: Option<PluginHost>,
 }
 
 /// Starts the servers and loads the model at the same time (both take seconds).
@@ -120,6 +123,7 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         }
     };
     let guards = plugins.guards;
+    let plugin_host = plugins.host;
     let approver = match Approver::new(
         &options.settings.approval,
         guards,
@@ -154,7 +158,11 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
     if let Some(converter) = plugins.converter {
         engine = engine.with_converter_plugin(converter);
     }
-    Ok(StartedChat { engine, failures })
+    Ok(StartedChat {
+        engine,
+        failures,
+        plugin_host,
+    })
 }
 
 fn without_servers(config: &Config) -> Config {
@@ -172,6 +180,8 @@ pub struct ChatPlugins {
     pub detector: Option<Detector>,
     /// `[chat] converter`.
     pub converter: Option<SchemaConverter>,
+    /// The host they were loaded from (`None` when the settings name no plugin).
+    pub host: Option<PluginHost>,
 }
 
 /// Loads the approval guards, the detector and the converter plugin the settings name. A plugin
@@ -215,5 +225,6 @@ pub fn load_plugins(config: &Config, settings: &ChatSettings) -> anyhow::Result<
         guards,
         detector,
         converter,
+        host: Some(host),
     })
 }

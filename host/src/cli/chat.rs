@@ -22,6 +22,7 @@ use super::inspect::{content_text, split_pair};
 use super::status::{self, dim};
 use super::{Context, UsageError};
 use crate::chat::approval::Prompter;
+use crate::chat::reload::PluginReloader;
 use crate::chat::{ChatEngine, ChatOptions, ChatSettings, start_chat};
 use crate::mcp::session::SessionEvent;
 
@@ -33,7 +34,13 @@ between two lines of \"\"\" to paste a block. Commands start with /: /help lists
 The model may call the tools of the configured MCP servers. Each call is checked against the
 tool's schema and approved before it runs: by [chat.approval] rules, by approval-guard plugins,
 or by you at the prompt (allow once, for this session, or deny). --yes approves every call.
-Ctrl-C stops the current answer or tool call (the server is told) and keeps the chat.")]
+Ctrl-C stops the current answer or tool call (the server is told) and keeps the chat.
+
+Plugins are reloaded while the chat runs: the plugin folders are watched, and before your next
+message a changed NAME.wasm of a guard, detector or converter the chat uses is loaded and
+checked; it replaces the running version if it loads, otherwise the running version stays and a
+notice says why. A removed plugin keeps running until the chat ends (a guard never leaves the
+approval path silently); restart the chat to run without it.")]
 pub struct ChatCmdArgs {
     #[command(flatten)]
     pub model: ModelArgs,
@@ -96,6 +103,31 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
     .await?;
     let mut engine = started.engine;
     status::print_start(&engine, &started.failures);
+    let mut reloader = match PluginReloader::start(started.plugin_host, &config, engine.settings())
+    {
+        Ok(r) => r,
+        Err(err) => {
+            eprintln!("rkmcp: plugin hot reload is off: {err:#}");
+            None
+        }
+    };
+    if let Some(r) = &reloader
+        && terminal
+        && !r.watched().is_empty()
+    {
+        let dirs: Vec<String> = r
+            .watched()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        eprintln!(
+            "{}",
+            dim(&format!(
+                "Plugins are reloaded when their files change (watching {}).",
+                rkmcp_term_safe::sanitized_inline(dirs.join(", "))
+            ))
+        );
+    }
     if terminal {
         eprintln!(
             "{}",
@@ -125,6 +157,12 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
         let trimmed = line.trim();
         if trimmed.is_empty() {
             continue;
+        }
+        // Between turns only: a plugin never changes under a running turn.
+        if let Some(r) = reloader.as_mut() {
+            for notice in r.apply(&mut engine).await {
+                eprintln!("{}", dim(&format!("rkmcp: {notice}")));
+            }
         }
         let flow = match trimmed.strip_prefix('/') {
             Some(command) => slash(&mut engine, &config, command).await,

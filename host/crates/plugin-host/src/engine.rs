@@ -180,6 +180,10 @@ impl Runtime {
             .and_then(|()| write_atomically(&digest_file, digest.render().as_bytes()))
             .inspect_err(|e| tracing::warn!(dir = %dir.display(), "cannot write the plugin compile cache: {e}"))
             .is_ok();
+        if stored && let Ok(meta) = std::fs::metadata(&file) {
+            // Written from these bytes just now: the next load need not hash it.
+            record_verified(&file.with_extension("verified"), &artifact_identity(&meta));
+        }
         // SAFETY: `compiled` was produced just now by this engine.
         let component = unsafe { Component::deserialize(&self.engine, &compiled) }
             .map_err(anyhow::Error::from)?;
@@ -204,8 +208,17 @@ impl Runtime {
 
     /// A cache hit, only if the artifact is exactly what this engine wrote for `key`: its
     /// SHA-256 matches the digest recorded beside it, and both files are ours and private.
-    /// The artifact is read into memory, checked and deserialized from those same bytes, so
-    /// it cannot change between the check and its use (a mapped file could).
+    ///
+    /// Hashing is paid once per artifact file, not per load: a Python plugin compiles to
+    /// ~35 MB, and reading plus hashing that took longer than the whole 5 ms budget for a cached
+    /// load. When the digest matches, the artifact's identity (inode, size, mtime, ctime) is
+    /// recorded in a `.verified` file beside it; a later load whose artifact still has that
+    /// identity maps the file without reading it. Any change to the file since (a rewrite, a
+    /// copy over it, a `touch`) changes its ctime or inode, which no one but root can set back,
+    /// and the artifact is hashed again. What the mapping gives up: a process with the user's
+    /// own rights could change a mapped artifact in place after the check; such a process can
+    /// already replace the plugin or rkmcp itself (the trust checks keep everyone else out),
+    /// and rkmcp never writes an artifact in place (see [`write_atomically`]).
     fn cached(&self, path: &Path, key: &str) -> Option<(Component, CacheOutcome)> {
         let (file, digest_file) = self.entry(key);
         if !file.exists() {
@@ -232,6 +245,22 @@ impl Runtime {
         if recorded.key != key || recorded.compat != self.compat {
             return reject("its digest belongs to another entry".into());
         }
+        let Ok(identity) = std::fs::metadata(&file).map(|m| artifact_identity(&m)) else {
+            return reject("it vanished while being checked".into());
+        };
+        let verified_file = file.with_extension("verified");
+        if crate::trust::check_file(&verified_file).is_ok()
+            && std::fs::read_to_string(&verified_file).is_ok_and(|v| v.trim() == identity)
+        {
+            // SAFETY: this very file (same inode, size, mtime and ctime) matched the digest
+            // that an engine with this compatibility hash recorded when it wrote it, in a
+            // cache folder only this user can write; see above for what the mapping trusts.
+            // wasmtime checks the header again.
+            return match unsafe { Component::deserialize_file(&self.engine, &file) } {
+                Ok(c) => Some((c, CacheOutcome::Hit)),
+                Err(e) => reject(format!("{e}")),
+            };
+        }
         let bytes = match std::fs::read(&file) {
             Ok(b) => b,
             Err(e) => return reject(format!("unreadable: {e}")),
@@ -241,6 +270,9 @@ impl Runtime {
                 "its content does not match the digest recorded when it was written".into(),
             );
         }
+        // The identity was taken before the read: a change during the read leaves a stale
+        // identity behind, and the next load hashes again.
+        record_verified(&verified_file, &identity);
         // SAFETY: these bytes are, digest for digest, what `precompile_component` of an engine
         // with this compatibility hash wrote into a cache folder only this user can write;
         // wasmtime checks the header again.
@@ -301,6 +333,30 @@ fn file_stamp(meta: &std::fs::Metadata) -> String {
         meta.mtime_nsec(),
         meta.ino()
     )
+}
+
+/// What identifies one artifact file's content without reading it: a rewrite or a copy over
+/// it makes a new inode, or a new ctime (which `touch` and `utimensat` cannot set back).
+fn artifact_identity(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{}:{}:{}:{}.{}:{}.{}",
+        meta.dev(),
+        meta.ino(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )
+}
+
+/// Records that the artifact with `identity` matched its digest. Best effort: without the
+/// record the next load hashes again.
+fn record_verified(verified_file: &Path, identity: &str) {
+    if let Err(e) = write_atomically(verified_file, format!("{identity}\n").as_bytes()) {
+        tracing::debug!(file = %verified_file.display(), "cannot record a verified cache entry: {e}");
+    }
 }
 
 /// Writes through a unique temporary file and a rename: another thread or process may be

@@ -6,14 +6,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use serde::Serialize;
 
 use crate::caps::stdio::OutputLimiter;
-use crate::config::{FileGrant, Grant, PluginsConfig, config_value_string};
+use crate::caps::{Granted, ResolveCx};
+use crate::config::{Grant, PluginsConfig, config_value_string};
 use crate::engine::{CacheOutcome, Runtime, RuntimeOptions};
 use crate::error::PluginError;
-use crate::grants::NetworkPolicy;
 use crate::handles::{
     ApprovalGuard, Decision, Detector, ProposedCall, SchemaConverter, ToolAnnotations, Transport,
 };
@@ -21,6 +20,9 @@ use crate::kind::{Exported, PluginKind, SUPPORTED_VERSIONS, classify};
 use crate::manifest::{self, Manifest};
 use crate::plugin::{Health, KindPre, Loaded, Settings, guarded};
 use crate::wit::{Versioned, latest, per_version, v0_1_0};
+
+mod reload;
+pub use reload::{PluginVersion, Reload};
 
 /// Where a plugin stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,14 +38,43 @@ pub enum PluginStatus {
 }
 
 /// What the user granted, as shown by `rkmcp plugins`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct GrantSummary {
-    pub files: Vec<String>,
-    pub network: Vec<String>,
-    pub env: Vec<String>,
+    /// What each capability grants (files, network, env, …), by its grant key, in a fixed order.
+    pub capabilities: Vec<(&'static str, Vec<String>)>,
     pub memory_mb: u64,
     pub call_timeout_ms: Option<u64>,
     pub fuel: Option<u64>,
+}
+
+impl GrantSummary {
+    /// What the capability with this grant key grants (empty: nothing, or no such key).
+    pub fn granted(&self, key: &str) -> &[String] {
+        self.capabilities
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(&[], |(_, items)| items.as_slice())
+    }
+
+    /// Whether no capability grants anything.
+    pub fn grants_nothing(&self) -> bool {
+        self.capabilities.iter().all(|(_, items)| items.is_empty())
+    }
+}
+
+/// JSON: `{"files": [...], "network": [...], "env": [...], "memory_mb": …}`, one key per capability.
+impl Serialize for GrantSummary {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.capabilities.len() + 3))?;
+        for (key, items) in &self.capabilities {
+            map.serialize_entry(key, items)?;
+        }
+        map.serialize_entry("memory_mb", &self.memory_mb)?;
+        map.serialize_entry("call_timeout_ms", &self.call_timeout_ms)?;
+        map.serialize_entry("fuel", &self.fuel)?;
+        map.end()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -105,12 +136,7 @@ impl PluginHost {
     /// Must be called inside a tokio runtime.
     pub fn new(config: PluginsConfig) -> anyhow::Result<PluginHost> {
         for (name, grant) in &config.grants {
-            NetworkPolicy::parse(&grant.network)
-                .with_context(|| format!("[plugins.grants.{name}]"))?;
-            for f in &grant.files {
-                crate::grants::check_guest_path(&f.guest)
-                    .map_err(|e| anyhow::anyhow!("[plugins.grants.{name}] files: {e}"))?;
-            }
+            crate::caps::check(name, grant)?;
         }
         let max_memory = config
             .grants
@@ -192,105 +218,9 @@ impl PluginHost {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let load_ms = start.elapsed().as_secs_f64() * 1e3;
         let start = Instant::now();
-        let mut store = loaded.new_store()?;
-        let timeout = loaded.settings.timeout;
-        let smoke = match &loaded.pre {
-            KindPre::Detector(pre) => {
-                per_version!(pre, p => guarded!(
-                    loaded,
-                    &mut store,
-                    "instantiate",
-                    timeout,
-                    p.instantiate_async(&mut store)
-                )
-                .map(drop))?;
-                drop(store);
-                let instantiate_ms = start.elapsed().as_secs_f64() * 1e3;
-                let mut s = Detector::new(loaded.clone())?.start_session("").await?;
-                let mut events = s.feed("Hello from rkmcp plugins check.").await?;
-                events.extend(s.finish().await?);
-                return Ok(self.report(
-                    &loaded,
-                    load_ms,
-                    instantiate_ms,
-                    format!(
-                        "feed + finish returned {} event(s): {events:?}",
-                        events.len()
-                    ),
-                ));
-            }
-            KindPre::SchemaConverter(pre) => {
-                per_version!(pre, p => guarded!(
-                    loaded,
-                    &mut store,
-                    "instantiate",
-                    timeout,
-                    p.instantiate_async(&mut store)
-                )
-                .map(drop))?;
-                drop(store);
-                let instantiate_ms = start.elapsed().as_secs_f64() * 1e3;
-                let c = SchemaConverter::new(loaded.clone())?;
-                let tools = r#"[{"name":"echo","description":"Echo a message","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}]"#;
-                let conv = c.convert(tools).await?;
-                return Ok(self.report(
-                    &loaded,
-                    load_ms,
-                    instantiate_ms,
-                    format!(
-                        "convert(1 tool) returned a {}-byte prompt{}",
-                        conv.system_prompt.len(),
-                        if conv.grammar.is_some() {
-                            " and a grammar"
-                        } else {
-                            ""
-                        }
-                    ),
-                ));
-            }
-            KindPre::ApprovalGuard(pre) => {
-                per_version!(pre, p => guarded!(
-                    loaded,
-                    &mut store,
-                    "instantiate",
-                    timeout,
-                    p.instantiate_async(&mut store)
-                )
-                .map(drop))?;
-                drop(store);
-                let instantiate_ms = start.elapsed().as_secs_f64() * 1e3;
-                let g = ApprovalGuard::new(loaded.clone())?;
-                let call = ProposedCall {
-                    server: "check".into(),
-                    tool: "read_file".into(),
-                    arguments: serde_json::json!({"path": "README.md"}),
-                    annotations: ToolAnnotations {
-                        read_only: Some(true),
-                        ..Default::default()
-                    },
-                    interactive: false,
-                };
-                let d: Decision = g.review(&call).await?;
-                return Ok(self.report(
-                    &loaded,
-                    load_ms,
-                    instantiate_ms,
-                    format!("review(read-only call) = {d:?}"),
-                ));
-            }
-            KindPre::Transport(pre) => {
-                per_version!(pre, p => guarded!(
-                    loaded,
-                    &mut store,
-                    "instantiate",
-                    timeout,
-                    p.instantiate_async(&mut store)
-                )
-                .map(drop))?;
-                "instantiated (connect is not tried: it would open a real connection)".to_string()
-            }
-        };
+        instantiate_once(&loaded).await?;
         let instantiate_ms = start.elapsed().as_secs_f64() * 1e3;
+        let smoke = smoke_call(&loaded).await?;
         Ok(self.report(&loaded, load_ms, instantiate_ms, smoke))
     }
 
@@ -543,6 +473,77 @@ impl PluginHost {
     }
 }
 
+/// Instantiates the plugin once in a fresh store, under its deadline, and drops the instance:
+/// its imports link and its start-up code runs. Timed apart from the smoke call.
+async fn instantiate_once(loaded: &Arc<Loaded>) -> Result<(), PluginError> {
+    let mut store = loaded.new_store()?;
+    let timeout = loaded.settings.timeout;
+    macro_rules! instantiate {
+        ($pre:expr) => {
+            per_version!($pre, p => guarded!(
+                loaded,
+                &mut store,
+                "instantiate",
+                timeout,
+                p.instantiate_async(&mut store)
+            )
+            .map(drop))
+        };
+    }
+    match &loaded.pre {
+        KindPre::Detector(pre) => instantiate!(pre),
+        KindPre::SchemaConverter(pre) => instantiate!(pre),
+        KindPre::ApprovalGuard(pre) => instantiate!(pre),
+        KindPre::Transport(pre) => instantiate!(pre),
+    }
+}
+
+/// One typical call of the plugin's kind, through the same handle the chat uses; says what it
+/// returned.
+async fn smoke_call(loaded: &Arc<Loaded>) -> Result<String, PluginError> {
+    Ok(match loaded.kind {
+        PluginKind::Detector => {
+            let mut s = Detector::new(loaded.clone())?.start_session("").await?;
+            let mut events = s.feed("Hello from rkmcp plugins check.").await?;
+            events.extend(s.finish().await?);
+            format!(
+                "feed + finish returned {} event(s): {events:?}",
+                events.len()
+            )
+        }
+        PluginKind::SchemaConverter => {
+            let tools = r#"[{"name":"echo","description":"Echo a message","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}]"#;
+            let conv = SchemaConverter::new(loaded.clone())?.convert(tools).await?;
+            format!(
+                "convert(1 tool) returned a {}-byte prompt{}",
+                conv.system_prompt.len(),
+                if conv.grammar.is_some() {
+                    " and a grammar"
+                } else {
+                    ""
+                }
+            )
+        }
+        PluginKind::ApprovalGuard => {
+            let call = ProposedCall {
+                server: "check".into(),
+                tool: "read_file".into(),
+                arguments: serde_json::json!({"path": "README.md"}),
+                annotations: ToolAnnotations {
+                    read_only: Some(true),
+                    ..Default::default()
+                },
+                interactive: false,
+            };
+            let d: Decision = ApprovalGuard::new(loaded.clone())?.review(&call).await?;
+            format!("review(read-only call) = {d:?}")
+        }
+        PluginKind::Transport => {
+            "instantiated (connect is not tried: it would open a real connection)".to_string()
+        }
+    })
+}
+
 /// A plugin is code the user runs: its folder and file must be writable by the user alone.
 fn trusted_plugin_file(path: &Path) -> Result<(), String> {
     let folder = path.parent().unwrap_or(Path::new("."));
@@ -608,9 +609,11 @@ fn settings_for(
     grant: &Grant,
     manifest: Option<&Manifest>,
 ) -> anyhow::Result<Settings> {
-    let net =
-        NetworkPolicy::parse(&grant.network).with_context(|| format!("[plugins.grants.{name}]"))?;
-    let preopens = crate::caps::fs::resolve(name, &grant.files, protected)?;
+    let granted = Granted::resolve(&ResolveCx {
+        plugin: name,
+        grant,
+        protected,
+    })?;
     let mut config: BTreeMap<String, String> = manifest
         .map(|m| {
             m.config
@@ -623,9 +626,7 @@ fn settings_for(
         config.insert(k.clone(), config_value_string(v));
     }
     Ok(Settings {
-        preopens,
-        net: Arc::new(net),
-        env: grant.env.clone(),
+        granted,
         memory: grant.memory_bytes(),
         timeout: Duration::from_millis(grant.timeout_ms(kind)),
         fuel: grant.fuel,
@@ -635,21 +636,8 @@ fn settings_for(
 }
 
 fn summarize(g: &Grant) -> GrantSummary {
-    let file = |f: &FileGrant| {
-        format!(
-            "{} -> {} ({})",
-            f.host.display(),
-            f.guest,
-            match f.mode {
-                crate::config::FileMode::Ro => "ro",
-                crate::config::FileMode::Rw => "rw",
-            }
-        )
-    };
     GrantSummary {
-        files: g.files.iter().map(file).collect(),
-        network: g.network.clone(),
-        env: g.env.clone(),
+        capabilities: crate::caps::summary(g),
         memory_mb: (g.memory_bytes() >> 20) as u64,
         call_timeout_ms: g.call_timeout_ms,
         fuel: g.fuel,

@@ -46,5 +46,7 @@ pub use handles::{
     ApprovalGuard, ConnectionError, Conversion, Decision, Detector, DetectorEvent, DetectorSession,
     PluginConnection, ProposedCall, SchemaConverter, ToolAnnotations, ToolCall, Transport,
 };
-pub use host::{CheckReport, GrantSummary, PluginHost, PluginInfo, PluginStatus};
+pub use host::{
+    CheckReport, GrantSummary, PluginHost, PluginInfo, PluginStatus, PluginVersion, Reload,
+};
 pub use kind::{PluginKind, SUPPORTED_VERSIONS};

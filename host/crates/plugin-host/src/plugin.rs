@@ -10,13 +10,11 @@ use wasmtime::component::Component;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{ResourceTable, WasiCtxBuilder};
 
-use crate::caps::fs::Preopen;
-use crate::caps::net::Resolved;
+use crate::caps::net::StoreNet;
 use crate::caps::stdio::{LogStream, OutputLimiter, Stream};
-use crate::caps::{env, fs, net};
+use crate::caps::{Granted, StoreSetup};
 use crate::engine::{CacheOutcome, Runtime};
 use crate::error::{FaultCause, PluginError};
-use crate::grants::NetworkPolicy;
 use crate::kind::PluginKind;
 use crate::state::{Limiter, PluginState};
 use crate::wit::{ApprovalGuardPre, DetectorPre, SchemaConverterPre, TransportPre};
@@ -41,12 +39,10 @@ pub const MAX_EVENTS_PER_CALL: usize = 4096;
 /// output limit is tiny.
 const COPY_HEADROOM: usize = 64 * 1024;
 
-/// A grant turned into what the host enforces.
-#[derive(Clone)]
+/// A grant turned into what the host enforces: the capabilities it gives, and the limits every
+/// plugin has.
 pub struct Settings {
-    pub preopens: Vec<Preopen>,
-    pub net: Arc<NetworkPolicy>,
-    pub env: Vec<String>,
+    pub granted: Granted,
     pub memory: usize,
     pub timeout: Duration,
     pub fuel: Option<u64>,
@@ -149,11 +145,14 @@ impl Loaded {
     pub fn new_store(&self) -> Result<Store<PluginState>, PluginError> {
         let s = &self.settings;
         let mut b = WasiCtxBuilder::new();
-        env::apply(&mut b, &s.env);
-        fs::apply(&mut b, &s.preopens)
+        let mut net = StoreNet::default();
+        s.granted
+            .apply(&mut StoreSetup {
+                plugin: &self.name,
+                wasi: &mut b,
+                net: &mut net,
+            })
             .map_err(|e| PluginError::unusable(&self.name, format!("{e:#}")))?;
-        let resolved = Resolved::default();
-        net::apply(&mut b, &self.name, &s.net, &resolved);
         let stderr = LogStream::new(self.name.clone(), Stream::Stderr, self.output.clone());
         b.stdout(LogStream::new(
             self.name.clone(),
@@ -172,8 +171,7 @@ impl Loaded {
             deadline: Instant::now(),
             stderr,
             log_limiter: self.output.clone(),
-            net_policy: s.net.clone(),
-            resolved,
+            net,
         };
         let mut store = Store::new(&self.rt.engine, state);
         store.limiter(|st| &mut st.limiter);

@@ -6,9 +6,8 @@ use std::time::Instant;
 use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxView, WasiView};
 
-use crate::caps::net::Resolved;
+use crate::caps::net::StoreNet;
 use crate::caps::stdio::{LogStream, OutputLimiter};
-use crate::grants::NetworkPolicy;
 use crate::wit::latest::{self, LogLevel};
 use crate::wit::v0_1_0;
 
@@ -82,8 +81,7 @@ pub struct PluginState {
     pub deadline: Instant,
     pub stderr: LogStream,
     pub log_limiter: Arc<OutputLimiter>,
-    pub net_policy: Arc<NetworkPolicy>,
-    pub resolved: Resolved,
+    pub net: StoreNet,
 }
 
 impl WasiView for PluginState {

@@ -213,14 +213,17 @@ pub fn install(host: &PluginHost, path: &Path, replace: bool) -> anyhow::Result<
         );
     }
     let g = &info.grants;
-    if g.files.is_empty() && g.network.is_empty() && g.env.is_empty() {
+    if g.grants_nothing() {
         println!("granted:   nothing (no files, no network, no environment)");
     } else {
+        let parts: Vec<String> = g
+            .capabilities
+            .iter()
+            .map(|(cap, items)| format!("{cap}: {}", list(items)))
+            .collect();
         println!(
-            "granted:   files: {}; network: {}; env: {} (from [plugins.grants.{}])",
-            list(&g.files),
-            list(&g.network),
-            list(&g.env),
+            "granted:   {} (from [plugins.grants.{}])",
+            parts.join("; "),
             key(name)
         );
     }

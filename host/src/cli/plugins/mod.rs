@@ -30,12 +30,13 @@ pub enum PluginsCommand {
     /// Creates the folder NAME (or --dir) with the plugin's source, its manifest NAME.toml
     /// (what it requests) and a README, then prints the build command. A Rust project uses the
     /// plugin SDK of rkmcp's sources (a path dependency) and builds for wasm32-wasip2; a
-    /// Python project (guard only) builds with componentize-py; a JavaScript project (detector,
+    /// Python project (every kind) builds with componentize-py; a JavaScript project (detector,
     /// converter, guard) with componentize-js. Never writes into an existing folder.
     #[command(after_help = "Examples:\n  \
         rkmcp plugins new guard my-guard\n  \
         rkmcp plugins new detector my-format --dir ~/src/my-format\n  \
         rkmcp plugins new guard py-rules --lang python\n  \
+        rkmcp plugins new transport py-tcp --lang python\n  \
         rkmcp plugins new detector js-lines --lang js")]
     New {
         /// What the plugin does.
@@ -43,8 +44,8 @@ pub enum PluginsCommand {
         /// Plugin name: lowercase letters, digits and '-' (also its file, crate and config
         /// key: NAME.wasm, [plugins.grants.NAME]).
         name: String,
-        /// Language of the project. Python (componentize-py) has a guard template; JavaScript
-        /// (componentize-js) has detector, converter and guard templates.
+        /// Language of the project. Python (componentize-py) has a template for every kind;
+        /// JavaScript (componentize-js) has detector, converter and guard templates.
         #[arg(long, value_enum, default_value = "rust")]
         lang: new::Lang,
         /// Folder to create (default: ./NAME). It must not exist.
@@ -126,16 +127,12 @@ use rkmcp_term_safe::sanitize_inline as clean;
 
 fn grants(info: &PluginInfo) -> String {
     let g = &info.grants;
-    let mut parts = Vec::new();
-    if !g.files.is_empty() {
-        parts.push(format!("files: {}", g.files.join(", ")));
-    }
-    if !g.network.is_empty() {
-        parts.push(format!("network: {}", g.network.join(", ")));
-    }
-    if !g.env.is_empty() {
-        parts.push(format!("env: {}", g.env.join(", ")));
-    }
+    let mut parts: Vec<String> = g
+        .capabilities
+        .iter()
+        .filter(|(_, items)| !items.is_empty())
+        .map(|(key, items)| format!("{key}: {}", items.join(", ")))
+        .collect();
     parts.push(format!("memory: {} MiB", g.memory_mb));
     parts.join("; ")
 }

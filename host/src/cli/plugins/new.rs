@@ -62,7 +62,7 @@ impl Kind {
         }
     }
 
-    /// What the manifest requests: only a transport needs anything (the server's address).
+    /// What the generic manifest requests: only a transport needs anything (the server's address).
     fn requests(self) -> &'static str {
         match self {
             Kind::Transport => {
@@ -83,9 +83,57 @@ const RUST_TRANSPORT: &str = include_str!("templates/rust/transport/lib.rs");
 
 const PY_BUILD: &str = include_str!("templates/python/build.sh");
 const PY_README: &str = include_str!("templates/python/README.md");
-// The bundled Python guard, built and tested in CI: the template is that very plugin.
+// The bundled Python guard and transport, built and tested in CI: the templates are those very
+// plugins (their bundled name is replaced by the new one).
 const PY_GUARD: &str = include_str!("../../../../plugins/guard-python/app.py");
 const PY_GUARD_MANIFEST: &str = include_str!("../../../../plugins/guard-python/guard-python.toml");
+const PY_TRANSPORT: &str = include_str!("../../../../plugins/transport-tcp-python/app.py");
+const PY_TRANSPORT_MODULE: &str =
+    include_str!("../../../../plugins/transport-tcp-python/transport.py");
+const PY_TRANSPORT_MANIFEST: &str =
+    include_str!("../../../../plugins/transport-tcp-python/transport-tcp-python.toml");
+const PY_DETECTOR: &str = include_str!("templates/python/detector/app.py");
+const PY_DETECTOR_MODULE: &str = include_str!("templates/python/detector/detector.py");
+const PY_CONVERTER: &str = include_str!("templates/python/converter/app.py");
+
+/// A Python project's sources: `app.py`, the bundled plugin's name (replaced by the new one), its
+/// manifest (`None`: the generic one) and the module componentize-py takes an exported resource
+/// from (named after the resource's interface).
+struct PySources {
+    app: &'static str,
+    bundled: Option<&'static str>,
+    manifest: Option<&'static str>,
+    module: Option<(&'static str, &'static str)>,
+}
+
+fn python_sources(kind: Kind) -> PySources {
+    match kind {
+        Kind::Detector => PySources {
+            app: PY_DETECTOR,
+            bundled: None,
+            manifest: None,
+            module: Some(("detector.py", PY_DETECTOR_MODULE)),
+        },
+        Kind::Converter => PySources {
+            app: PY_CONVERTER,
+            bundled: None,
+            manifest: None,
+            module: None,
+        },
+        Kind::Guard => PySources {
+            app: PY_GUARD,
+            bundled: Some("guard-python"),
+            manifest: Some(PY_GUARD_MANIFEST),
+            module: None,
+        },
+        Kind::Transport => PySources {
+            app: PY_TRANSPORT,
+            bundled: Some("transport-tcp-python"),
+            manifest: Some(PY_TRANSPORT_MANIFEST),
+            module: Some(("transport.py", PY_TRANSPORT_MODULE)),
+        },
+    }
+}
 
 /// The WIT a non-Rust project builds against (the Rust SDK reads the same folder). It must be the
 /// newest contract the host loads: a unit test below compares it with [`SUPPORTED_VERSIONS`].
@@ -206,14 +254,6 @@ pub fn scaffold(
     sdk: Option<PathBuf>,
 ) -> anyhow::Result<Project> {
     check_name(name)?;
-    if lang == Lang::Python && kind != Kind::Guard {
-        return Err(UsageError(format!(
-            "no Python template for a {} yet: Python has `guard`; use --lang rust for {}",
-            kind.text(),
-            kind.arg()
-        ))
-        .into());
-    }
     let dir = dir.unwrap_or_else(|| PathBuf::from(name));
     let contract = SUPPORTED_VERSIONS[0];
     let vars = |text: &str, build: &str, sdk: &str| {
@@ -271,12 +311,21 @@ pub fn scaffold(
         }
         Lang::Python => {
             let build = "./build.sh".to_string();
-            // The bundled guard's name appears in its docstring and config examples.
-            files.push(file("app.py", PY_GUARD.replace("guard-python", name)));
-            files.push(file(
-                format!("{name}.toml"),
-                PY_GUARD_MANIFEST.replace("guard-python", name),
-            ));
+            let src = python_sources(kind);
+            // A bundled plugin's name appears in its docstring and config examples.
+            let renamed = |text: &str| match src.bundled {
+                Some(bundled) => text.replace(bundled, name),
+                None => text.to_string(),
+            };
+            files.push(file("app.py", renamed(src.app)));
+            if let Some((module, text)) = src.module {
+                files.push(file(module, text));
+            }
+            let manifest = match src.manifest {
+                Some(m) => renamed(m),
+                None => vars(RUST_MANIFEST, &build, ""),
+            };
+            files.push(file(format!("{name}.toml"), manifest));
             files.push(File {
                 rel: "build.sh".into(),
                 text: vars(PY_BUILD, &build, ""),

@@ -60,17 +60,12 @@ impl AutoApproved {
     ) -> Result<String, AuthFailure> {
         let name = &self.config.name;
         let auth = self.config.auth.clone().unwrap_or_default();
-        let mut manager = oauth::manager(&self.config, None).await?;
-        manager.set_credential_store(InMemoryCredentialStore::new());
-        let mut metadata = oauth::discover(&self.config, &mut manager, challenge).await?;
-        let mut key = None;
-        if dpop::both_sides_take_it(&metadata, challenge) {
-            let new_key = oauth::new_dpop_key(&self.config)?;
-            manager = oauth::manager_with_proofs(&self.config, &metadata, new_key.clone()).await?;
-            manager.set_credential_store(InMemoryCredentialStore::new());
-            metadata = oauth::discover(&self.config, &mut manager, challenge).await?;
-            key = Some(new_key);
-        }
+        let oauth::SignInManager {
+            manager,
+            metadata,
+            dpop_key: key,
+        } = oauth::sign_in_manager(&self.config, challenge, |_| InMemoryCredentialStore::new())
+            .await?;
         let mut request = AuthorizationRequest::new(REDIRECT_URI).with_client_name("rkmcp");
         if scopes.is_empty() {
             request = request.with_initial_scope_selection();

@@ -13,7 +13,6 @@ use rmcp::transport::auth::{AuthError, AuthorizationRequest};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use super::dpop;
 use super::oauth::{self, explain};
 use super::store::{Entry, ServerStore, TokenStore};
 use super::{AuthFailure, Step};
@@ -89,19 +88,15 @@ pub async fn login(
     // Refuse an unsafe store before the person goes through the browser for nothing.
     store.entries().await.map_err(|e| store_failure(name, e))?;
     let url = oauth::server_url(config)?;
-    let mut server_store = ServerStore::new(store, name, url.as_str(), auth.client_id.clone());
-    let mut manager = oauth::manager(config, Some(server_store.clone())).await?;
+    let server_store = ServerStore::new(store, name, url.as_str(), auth.client_id.clone());
     let challenge = probe_challenge(config).await;
-    let mut metadata = oauth::discover(config, &mut manager, challenge.as_deref()).await?;
-    // Where both servers take DPoP, tokens are bound to a new key, stored with them so
-    // refreshes and requests prove the same key.
-    if dpop::both_sides_take_it(&metadata, challenge.as_deref()) {
-        let key = oauth::new_dpop_key(config)?;
-        manager = oauth::manager_with_proofs(config, &metadata, key.clone()).await?;
-        server_store = server_store.with_dpop_key(key.pem());
-        manager.set_credential_store(server_store.clone());
-        metadata = oauth::discover(config, &mut manager, challenge.as_deref()).await?;
-    }
+    let oauth::SignInManager {
+        manager, metadata, ..
+    } = oauth::sign_in_manager(config, challenge.as_deref(), |key| match key {
+        Some(key) => server_store.clone().with_dpop_key(key.pem()),
+        None => server_store.clone(),
+    })
+    .await?;
 
     let listener = TcpListener::bind(("127.0.0.1", 0)).await.map_err(|e| {
         AuthFailure::new(

@@ -7,7 +7,8 @@ use futures::future::BoxFuture;
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
-    AuthorizationSession, OAuthClientConfig, WWWAuthenticateParams, default_oauth_http_client,
+    AuthorizationSession, CredentialStore, OAuthClientConfig, WWWAuthenticateParams,
+    default_oauth_http_client,
 };
 use tokio::sync::Mutex;
 
@@ -93,6 +94,44 @@ pub async fn discover(
     }
     manager.set_metadata(resolution.metadata.clone());
     Ok(resolution.metadata)
+}
+
+/// A manager ready for an authorization-code sign-in, with the metadata it discovered and
+/// the proof key its tokens will be bound to, if any.
+pub struct SignInManager {
+    pub manager: AuthorizationManager,
+    pub metadata: AuthorizationMetadata,
+    pub dpop_key: Option<std::sync::Arc<DpopKey>>,
+}
+
+/// Discovers the authorization server; where both servers take DPoP, makes a new proof key
+/// and a manager that proves it (discovered again: rmcp keeps what discovery learned inside
+/// the manager). `store_for(key)` gives the manager's token store: a person's sign-in stores
+/// the key with its tokens, so refreshes and requests prove the same key.
+pub async fn sign_in_manager<S: CredentialStore + 'static>(
+    config: &ServerConfig,
+    challenge: Option<&str>,
+    store_for: impl Fn(Option<&DpopKey>) -> S,
+) -> Result<SignInManager, AuthFailure> {
+    let mut manager = manager(config, None).await?;
+    manager.set_credential_store(store_for(None));
+    let metadata = discover(config, &mut manager, challenge).await?;
+    if !super::dpop::both_sides_take_it(&metadata, challenge) {
+        return Ok(SignInManager {
+            manager,
+            metadata,
+            dpop_key: None,
+        });
+    }
+    let key = new_dpop_key(config)?;
+    let mut manager = manager_with_proofs(config, &metadata, key.clone()).await?;
+    manager.set_credential_store(store_for(Some(&key)));
+    let metadata = discover(config, &mut manager, challenge).await?;
+    Ok(SignInManager {
+        manager,
+        metadata,
+        dpop_key: Some(key),
+    })
 }
 
 /// Starts rmcp's authorization-code session for `request`, with the client the config asks

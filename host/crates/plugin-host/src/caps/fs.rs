@@ -4,11 +4,46 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+use wasmtime_wasi::FsPerms;
 
-use crate::config::{FileGrant, FileMode};
+use super::{Apply, Capability, ResolveCx, StoreSetup};
+use crate::config::{FileGrant, FileMode, Grant};
 use crate::grants::check_guest_path;
 use crate::trust::{Protected, grant_conflict};
+
+/// `files = [{ host, guest, mode }]`: host directories the plugin sees.
+pub struct Files;
+
+impl Capability for Files {
+    fn key(&self) -> &'static str {
+        "files"
+    }
+
+    fn check(&self, grant: &Grant) -> anyhow::Result<()> {
+        for f in &grant.files {
+            check_guest_path(&f.guest).map_err(anyhow::Error::msg)?;
+        }
+        Ok(())
+    }
+
+    fn resolve(&self, cx: &ResolveCx<'_>) -> anyhow::Result<Box<dyn Apply>> {
+        Ok(Box::new(Preopens(resolve(&cx.grant.files, cx.protected)?)))
+    }
+
+    fn summary(&self, grant: &Grant) -> Vec<String> {
+        grant
+            .files
+            .iter()
+            .map(|f| {
+                let mode = match f.mode {
+                    FileMode::Ro => "ro",
+                    FileMode::Rw => "rw",
+                };
+                format!("{} -> {} ({mode})", f.host.display(), f.guest)
+            })
+            .collect()
+    }
+}
 
 /// A file grant after checking: the real host directory and the guest path.
 #[derive(Debug, Clone)]
@@ -18,31 +53,21 @@ pub struct Preopen {
     pub mode: FileMode,
 }
 
-pub fn resolve(
-    plugin: &str,
-    grants: &[FileGrant],
-    protected: &[Protected],
-) -> anyhow::Result<Vec<Preopen>> {
+/// Checks each directory against the system: it exists, is a directory, and reaches no
+/// protected folder. Errors are named by the caller (`[plugins.grants.NAME] files: …`).
+pub fn resolve(grants: &[FileGrant], protected: &[Protected]) -> anyhow::Result<Vec<Preopen>> {
     let mut out: Vec<Preopen> = Vec::new();
     for g in grants {
-        check_guest_path(&g.guest)
-            .map_err(|e| anyhow::anyhow!("plugin `{plugin}` file grant: {e}"))?;
-        let host = std::fs::canonicalize(&g.host).with_context(|| {
-            format!(
-                "plugin `{plugin}` file grant: host directory {} is not usable",
-                g.host.display()
-            )
-        })?;
+        check_guest_path(&g.guest).map_err(anyhow::Error::msg)?;
+        let host = std::fs::canonicalize(&g.host)
+            .with_context(|| format!("host directory {} is not usable", g.host.display()))?;
         if !host.is_dir() {
-            bail!(
-                "plugin `{plugin}` file grant: {} is not a directory",
-                host.display()
-            );
+            bail!("{} is not a directory", host.display());
         }
         if let Some(p) = grant_conflict(&host, g.mode == FileMode::Rw, protected) {
             let how = if p.no_read { "any" } else { "read-write" };
             bail!(
-                "plugin `{plugin}` file grant: {} overlaps {} ({}); {how} access there would let a plugin {}. Grant a folder that neither contains it nor lies inside it",
+                "{} overlaps {} ({}); {how} access there would let a plugin {}. Grant a folder that neither contains it nor lies inside it",
                 host.display(),
                 p.what,
                 p.path.display(),
@@ -59,7 +84,7 @@ pub fn resolve(
             g.guest.clone()
         };
         if out.iter().any(|p| p.guest == guest) {
-            bail!("plugin `{plugin}` file grant: guest path {guest} is granted twice");
+            bail!("guest path {guest} is granted twice");
         }
         out.push(Preopen {
             host,
@@ -70,7 +95,16 @@ pub fn resolve(
     Ok(out)
 }
 
-pub fn apply(builder: &mut WasiCtxBuilder, preopens: &[Preopen]) -> anyhow::Result<()> {
+/// The checked directories of one plugin's grant.
+struct Preopens(Vec<Preopen>);
+
+impl Apply for Preopens {
+    fn apply(&self, store: &mut StoreSetup<'_>) -> anyhow::Result<()> {
+        apply(store.wasi, &self.0)
+    }
+}
+
+fn apply(builder: &mut wasmtime_wasi::WasiCtxBuilder, preopens: &[Preopen]) -> anyhow::Result<()> {
     for p in preopens {
         let perms = match p.mode {
             FileMode::Ro => FsPerms::ReadOnly,

@@ -9,9 +9,11 @@ use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::Host as _;
-use wasmtime_wasi::p2::bindings::sockets::network::{ErrorCode, Network};
+use wasmtime_wasi::p2::bindings::sockets::network::{ErrorCode, Network as WasiNetwork};
 use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsView as _};
 
+use super::{Apply, Capability, ResolveCx, StoreSetup};
+use crate::config::Grant;
 use crate::grants::NetworkPolicy;
 use crate::state::PluginState;
 
@@ -19,7 +21,55 @@ use crate::state::PluginState;
 /// name-lookup hook and the connect check of one store.
 pub type Resolved = Arc<Mutex<Vec<(String, Vec<IpAddr>)>>>;
 
-pub fn apply(
+/// What one store's name-lookup guard consults: the plugin's policy (none granted: every
+/// lookup refused) and what the plugin has looked up so far.
+#[derive(Default)]
+pub struct StoreNet {
+    pub policy: Arc<NetworkPolicy>,
+    pub resolved: Resolved,
+}
+
+/// `network = ["host:port", …]`: where the plugin may connect.
+pub struct Network;
+
+impl Capability for Network {
+    fn key(&self) -> &'static str {
+        "network"
+    }
+
+    fn check(&self, grant: &Grant) -> anyhow::Result<()> {
+        NetworkPolicy::parse(&grant.network)?;
+        Ok(())
+    }
+
+    fn resolve(&self, cx: &ResolveCx<'_>) -> anyhow::Result<Box<dyn Apply>> {
+        Ok(Box::new(Policy(Arc::new(NetworkPolicy::parse(
+            &cx.grant.network,
+        )?))))
+    }
+
+    fn summary(&self, grant: &Grant) -> Vec<String> {
+        grant.network.clone()
+    }
+}
+
+/// One plugin's parsed patterns.
+struct Policy(Arc<NetworkPolicy>);
+
+impl Apply for Policy {
+    fn apply(&self, store: &mut StoreSetup<'_>) -> anyhow::Result<()> {
+        // A fresh record of lookups per store: one instance's lookups never widen another's.
+        let resolved = Resolved::default();
+        apply(store.wasi, store.plugin, &self.0, &resolved);
+        *store.net = StoreNet {
+            policy: self.0.clone(),
+            resolved,
+        };
+        Ok(())
+    }
+}
+
+fn apply(
     builder: &mut WasiCtxBuilder,
     plugin: &str,
     policy: &Arc<NetworkPolicy>,
@@ -67,15 +117,15 @@ pub fn add_name_lookup_guard(linker: &mut Linker<PluginState>) -> anyhow::Result
         .map_err(anyhow::Error::from)?;
     inst.func_wrap_async(
         "resolve-addresses",
-        |mut store: StoreContextMut<'_, PluginState>, (network, name): (Resource<Network>, String)| {
+        |mut store: StoreContextMut<'_, PluginState>, (network, name): (Resource<WasiNetwork>, String)| {
             Box::new(async move {
-                let allowed = store.data().net_policy.allows_name(&name);
+                let allowed = store.data().net.policy.allows_name(&name);
                 let result = if allowed {
                     let ips: Vec<IpAddr> = match tokio::net::lookup_host((name.as_str(), 0)).await {
                         Ok(addrs) => addrs.map(|a| a.ip()).collect(),
                         Err(_) => Vec::new(),
                     };
-                    if let Ok(mut seen) = store.data().resolved.lock() {
+                    if let Ok(mut seen) = store.data().net.resolved.lock() {
                         seen.push((name.clone(), ips));
                     }
                     let mut view = store.data_mut().sockets();
