@@ -23,9 +23,13 @@ if [ -f "$out/$name.wasm" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" 
 fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+# componentize-js reads its inputs through a WASI shim that sees only the working directory:
+# build in a scratch copy with relative paths (an absolute path fails with "os error 44").
+cp -r "$wit" "$tmp/wit"
+cp "$here/app.js" "$tmp/app.js"
 # -d http -d fetch-event: without them the component imports wasi:http, which rkmcp does not
 # provide (plugins get no HTTP), and would not load.
-"$cjs" --wit "$wit" --world-name approval-guard-plugin -d http -d fetch-event \
-  -o "$tmp/$name.wasm" "$here/app.js" >&2
+(cd "$tmp" && "$cjs" --wit wit --world-name approval-guard-plugin -d http -d fetch-event \
+  -o "$name.wasm" app.js >&2)
 mv "$tmp/$name.wasm" "$out/$name.wasm"
 echo "$want" >"$stamp"
