@@ -22,6 +22,9 @@ pub(crate) enum Parsed {
         raw: String,
         error: String,
     },
+    /// What opened like a call block turned out to be prose (a marker quoted in an answer that
+    /// ended without any call syntax): shown as text.
+    NotACall(String),
 }
 
 impl Parsed {
@@ -103,7 +106,11 @@ pub(crate) fn call_from_value(v: &Value) -> Result<(String, Value, Option<String
         let (name, args, inner_id) = call_from_value(inner)?;
         return Ok((name, args, id.or(inner_id)));
     }
-    let name = match obj.get("name") {
+    // Small Llama models write `{"type": "function", "function": "NAME", "parameters": …}`.
+    let name = match obj
+        .get("name")
+        .or_else(|| obj.get("function").filter(|f| f.is_string()))
+    {
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
         Some(Value::String(_)) => return Err("`name` is empty".into()),
         Some(other) => return Err(format!("`name` must be a string, got {}", kind(other))),
@@ -164,6 +171,10 @@ pub(crate) fn looks_like_call(v: &Value) -> bool {
                     || o.contains_key("id")
                     || o.contains_key("type")))
                 || o.get("function").is_some_and(Value::is_object)
+                // `{"type": "function", "function": "NAME", …}`, or a call that lost its name.
+                || ((o.get("function").is_some_and(Value::is_string)
+                    || o.get("type").and_then(Value::as_str) == Some("function"))
+                    && (o.contains_key("arguments") || o.contains_key("parameters")))
                 || o.get("tool_calls").is_some_and(|t| t.is_array())
                 || o.get("tool_call").is_some_and(Value::is_object)
         }
@@ -240,8 +251,23 @@ fn schema_types(schema: &Value) -> Vec<&str> {
 /// not fit any non-string type the schema allows stays a string. Without a schema the type is
 /// guessed ([`coerce_value`]). `entities`: the format escapes `<>&` as XML entities.
 pub(crate) fn typed_value(raw: &str, schema: Option<&Value>, entities: bool) -> Value {
-    let s = raw.strip_prefix('\n').unwrap_or(raw);
-    let s = s.strip_suffix('\n').unwrap_or(s);
+    typed_value_padded(raw, schema, entities, true)
+}
+
+/// [`typed_value`]; `padded`: the format writes a newline around each value (Qwen3-Coder), so
+/// one is stripped on each side. Formats that write values tight (GLM) keep them verbatim.
+pub(crate) fn typed_value_padded(
+    raw: &str,
+    schema: Option<&Value>,
+    entities: bool,
+    padded: bool,
+) -> Value {
+    let s = if padded {
+        let s = raw.strip_prefix('\n').unwrap_or(raw);
+        s.strip_suffix('\n').unwrap_or(s)
+    } else {
+        raw
+    };
     let text = || {
         if entities {
             decode_entities(s)

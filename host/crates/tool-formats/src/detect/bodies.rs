@@ -67,6 +67,20 @@ pub(crate) fn json_or_marker_end(body: &str, markers: &[&str]) -> Option<(usize,
     {
         return marker;
     }
+    let mut e = e;
+    // Several call objects in one block (`{…}\n{…}`): the block goes on after each of them.
+    loop {
+        let after = &body[e..];
+        let rest = after.trim_start();
+        if !rest.starts_with('{') {
+            break;
+        }
+        let next = e + (after.len() - rest.len());
+        match json_value_end(rest) {
+            Some(n) => e = next + n,
+            None => return marker,
+        }
+    }
     let after = &body[e..];
     let rest = after.trim_start();
     let gap = after.len() - rest.len();
@@ -118,8 +132,15 @@ pub(crate) fn tag_args(
             .ok_or_else(|| format!("{open} tag without a name"))?;
         let k = k.trim();
         let value_and_rest = &after_open[gt + 1..];
-        let end = legal_close(value_and_rest, close, &[open])
-            .ok_or_else(|| format!("missing {close} for `{k}`"))?;
+        let Some(end) = legal_close(value_and_rest, close, &[open]) else {
+            // The last value lost its close tag but the element around it ended: the value is
+            // the rest. A value that runs into the next open tag is an error (below).
+            if value_and_rest.contains(open) {
+                return Err(format!("missing {close} for `{k}` before the next {open}"));
+            }
+            args.push((k.to_string(), value_and_rest.to_string()));
+            break;
+        };
         let value = &value_and_rest[..end];
         if value.contains(open) {
             return Err(format!("missing {close} for `{k}` before the next {open}"));
@@ -163,7 +184,7 @@ pub(crate) fn marker_after(body: &str, marker: &str, after: &[&str]) -> Option<(
 // ---------------------------------------------------------------------------------------------
 // qwen3-coder: <tool_call><function=f><parameter=a>v</parameter></function></tool_call>
 
-pub(crate) fn qwen_functions(raw: &str, inner: &str, _terminated: bool) -> Vec<Parsed> {
+pub(crate) fn qwen_functions(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     let t = inner.trim();
     if t.starts_with('{') {
         return json_calls(raw, inner, true);
@@ -181,7 +202,13 @@ pub(crate) fn qwen_functions(raw: &str, inner: &str, _terminated: bool) -> Vec<P
             return out;
         };
         let Some(end) = legal_close(after, "</function>", &["<function="]) else {
-            out.push(Parsed::bad(raw, "missing </function>"));
+            // A model that forgot `</function>` before `</tool_call>`: the block's end ends the
+            // function. Cut off by the end of the response, it is malformed.
+            if terminated && !after.contains("<function=") {
+                out.push(qwen_one(raw, after));
+            } else {
+                out.push(Parsed::bad(raw, "missing </function>"));
+            }
             return out;
         };
         out.push(qwen_one(raw, &after[..end]));

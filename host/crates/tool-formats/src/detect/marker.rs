@@ -65,6 +65,12 @@ impl MarkerDetector {
         }
     }
 
+    /// The format writes text values without newline padding (kept verbatim).
+    pub(crate) fn with_verbatim_values(mut self) -> Self {
+        self.ids = self.ids.with_verbatim_values();
+        self
+    }
+
     /// The format escapes `<`, `>` and `&` in text values as XML entities.
     pub(crate) fn with_entities(mut self) -> Self {
         self.ids = self.ids.with_entities();

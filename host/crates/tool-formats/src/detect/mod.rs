@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::parse::{Parsed, typed_value};
+use crate::parse::{Parsed, typed_value_padded};
 use crate::{DetectorEvent, DetectorOptions, ToolCall, ToolCallDetector, ToolFormat};
 
 pub(crate) mod bodies;
@@ -48,6 +48,8 @@ pub(crate) struct Ids {
     schemas: Arc<HashMap<String, Value>>,
     /// The format escapes `<`, `>` and `&` in values as XML entities.
     entities: bool,
+    /// The format writes text values tight against their tags: no newline padding to strip.
+    verbatim: bool,
 }
 
 impl Ids {
@@ -56,7 +58,13 @@ impl Ids {
             count: 0,
             schemas: setup.schemas.clone(),
             entities: false,
+            verbatim: false,
         }
+    }
+
+    pub(crate) fn with_verbatim_values(mut self) -> Ids {
+        self.verbatim = true;
+        self
     }
 
     pub(crate) fn with_entities(mut self) -> Ids {
@@ -79,10 +87,19 @@ impl Ids {
                 Parsed::TextCall { name, args, id } => {
                     let mut m = Map::new();
                     for (k, v) in args {
-                        let typed = typed_value(&v, self.property(&name, &k), self.entities);
+                        let typed = typed_value_padded(
+                            &v,
+                            self.property(&name, &k),
+                            self.entities,
+                            !self.verbatim,
+                        );
                         m.insert(k, typed);
                     }
                     (name, Value::Object(m), id)
+                }
+                Parsed::NotACall(text) => {
+                    push_text(out, &text);
+                    continue;
                 }
                 Parsed::Bad { raw, error } => {
                     out.push(DetectorEvent::Malformed { raw, error });

@@ -66,7 +66,8 @@ fn deepseek_calls(raw: &str, inner: &str, _terminated: bool) -> Vec<Parsed> {
             ));
             break;
         };
-        match after.find(DS_CALL_END) {
+        // A marker quoted in a JSON argument value does not end the call.
+        match unquoted_end(after, DS_CALL_END).map(|(e, _)| e) {
             Some(e) => {
                 let seg = &t[..DS_CALL_BEGIN.len() + e + DS_CALL_END.len()];
                 out.push(deepseek_one(seg, &after[..e]));

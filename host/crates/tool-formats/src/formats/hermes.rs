@@ -48,6 +48,11 @@ fn example(name: &str, args: &Map<String, Value>) -> String {
 }
 
 fn hermes_body(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    // `<tool_call>` quoted in an answer (`Use the <tool_call> tag`): no call syntax follows and
+    // no close tag ever comes, so it was prose.
+    if !terminated && !inner.trim_start().starts_with(['{', '[', '<']) {
+        return vec![Parsed::NotACall(raw.to_string())];
+    }
     // Qwen3 models trained on both styles sometimes put Qwen3-Coder tags inside a Hermes block.
     if inner.trim_start().starts_with("<function=") {
         return qwen_functions(raw, inner, terminated);
