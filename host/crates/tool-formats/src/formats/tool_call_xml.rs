@@ -57,7 +57,14 @@ fn xml_call(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
         return vec![Parsed::bad(raw, "unterminated <tool_call> tag")];
     };
     let attrs = inner[..gt].trim_end_matches('/');
-    let body = &inner[gt + 1..];
+    let mut body = &inner[gt + 1..];
+    let mut terminated = terminated;
+    // The response ended right after a `</tool_call>` the end finder did not take because the
+    // last `</argument>` was missing: that close tag still ends the element.
+    if !terminated && let Some(b) = body.trim_end().strip_suffix("</tool_call>") {
+        body = b;
+        terminated = true;
+    }
     let Some(name) = xml_attr(attrs, "name").filter(|n| !n.trim().is_empty()) else {
         if body.trim_start().starts_with('{') {
             return json_calls(raw, body, terminated);
