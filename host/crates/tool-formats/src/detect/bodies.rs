@@ -26,6 +26,12 @@ pub(crate) fn json_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed
             None => break,
             Some(Ok(v)) => out.extend(calls_from_json_value(raw, &v)),
             Some(Err(e)) => {
+                // Hermes-2-Pro writes Python dicts (`{'name': 'f', 'arguments': {…}}`).
+                if let Ok(v) = Py::new(text).literal()
+                    && looks_like_call(&v)
+                {
+                    return calls_from_json_value(raw, &v);
+                }
                 let msg = if terminated {
                     format!("invalid JSON: {e}")
                 } else {

@@ -5,7 +5,9 @@ use serde_json::{Map, Value};
 
 use super::{Format, GrammarShape, Hints, bare_result, json_call};
 use crate::convert::PromptStyle;
-use crate::detect::bodies::{json_fenced_end, json_fenced_verdict, json_whole, py_statements};
+use crate::detect::bodies::{
+    FUNCTION_TAGS, json_fenced_end, json_fenced_verdict, json_whole, py_statements,
+};
 use crate::detect::marker::{Block, End};
 use crate::detect::whole::{WholeDetector, WholeSpec};
 use crate::parse::{Parsed, calls_from_json_value};
@@ -101,9 +103,14 @@ pub(crate) static LLAMA3: WholeSpec = WholeSpec {
     verdict: json_fenced_verdict,
     parse: json_whole,
     separators: ";",
-    tags: &[Block {
-        start: "<|python_tag|>",
-        end: End::Markers(&["<|eom_id|>", "<|eot_id|>"]),
-        parse: llama_tag_body,
-    }],
+    tags: &[
+        Block {
+            start: "<|python_tag|>",
+            end: End::Markers(&["<|eom_id|>", "<|eot_id|>"]),
+            parse: llama_tag_body,
+        },
+        // Llama 3.1's custom-tool prompt teaches `<function=NAME>{…}</function>`.
+        FUNCTION_TAGS[0],
+        FUNCTION_TAGS[1],
+    ],
 };
