@@ -273,6 +273,11 @@ pub(crate) fn qwen_one(raw: &str, s: &str) -> Parsed {
 }
 pub(crate) fn qwen_bare_function(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     if !terminated {
+        // `<function=name>` quoted in prose: no arguments follow and no close tag comes.
+        let args = inner.split_once('>').map_or("", |(_, a)| a.trim_start());
+        if !args.is_empty() && !args.starts_with(['{', '<']) {
+            return vec![Parsed::NotACall(raw.to_string())];
+        }
         return vec![Parsed::bad(raw, "missing </function>")];
     }
     vec![qwen_one(raw, inner)]
