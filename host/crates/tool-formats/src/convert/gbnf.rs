@@ -294,12 +294,15 @@ pub fn gbnf_grammar_with(
     if tools.is_empty() {
         return None;
     }
-    let crate::formats::GrammarShape {
+    let Some(crate::formats::Grammar::Json(crate::formats::GrammarShape {
         calls,
         one_call,
         answer_excludes,
         args_key,
-    } = format.spec().grammar?;
+    })) = format.spec().grammar
+    else {
+        return None;
+    };
     let escaped: String = answer_excludes
         .chars()
         .map(|c| {

@@ -10,6 +10,8 @@ use serde_json::{Map, Value, json};
 use super::ToolDef;
 use super::gbnf::GrammarMode;
 use crate::ToolFormat;
+use crate::formats::grammar::lit;
+use crate::formats::{Grammar, LarkShape};
 
 /// An llguidance grammar for `format` and `tools` in `mode`, or `None` where the format has no
 /// grammar here (as for [`super::gbnf_grammar_with`]).
@@ -21,20 +23,11 @@ pub fn lark_grammar_with(
     if tools.is_empty() {
         return None;
     }
-    let shape = format.spec().grammar?;
-    let excluded: String = shape
-        .answer_excludes
-        .chars()
-        .map(|c| {
-            // Escaped only where a character class (or the `/…/` literal) needs it.
-            if "\\]^[-/".contains(c) {
-                format!("\\{c}")
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
-    let answer = format!("ANSWER: /[^{excluded} \\t\\n][\\s\\S]*/\n");
+    let shape = match format.spec().grammar.as_ref()? {
+        Grammar::Json(shape) => shape,
+        Grammar::Lark(own) => return Some(own_grammar(own, tools, mode)),
+    };
+    let answer = format!("ANSWER: {}\n", answer_regex(shape.answer_excludes, &[]));
     if mode == GrammarMode::AnswerOnly {
         return Some(format!("start: ANSWER\n{answer}"));
     }
@@ -69,6 +62,45 @@ pub fn lark_grammar_with(
         "start: {start}\ncalls: {}\ncall: %json {schema}\nWS: /[ \\t\\n]{{1,20}}/\n{answer}",
         lark_body(calls)
     ))
+}
+
+/// The answer terminal: text that starts with neither whitespace nor one of `excludes`, nor
+/// with one of `not`.
+fn answer_regex(excludes: &str, not: &[&str]) -> String {
+    let excluded: String = excludes
+        .chars()
+        .map(|c| {
+            // Escaped only where a character class (or the `/…/` literal) needs it.
+            if "\\]^[-/".contains(c) {
+                format!("\\{c}")
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let mut rx = format!("/[^{excluded} \\t\\n][\\s\\S]*/");
+    for n in not {
+        rx.push_str(&format!(" & ~({} /[\\s\\S]*/)", lit(n)));
+    }
+    rx
+}
+
+/// A format with rules of its own: the same frame as the JSON-call grammars around them.
+fn own_grammar(own: &LarkShape, tools: &[ToolDef], mode: GrammarMode) -> String {
+    let answer_rx = answer_regex(own.answer_excludes, own.answer_not);
+    let answer = if own.answer_head.is_empty() {
+        "ANSWER".to_string()
+    } else {
+        format!("{} ANSWER", own.answer_head)
+    };
+    let start = match mode {
+        GrammarMode::CallOrAnswer => format!("calls | {answer}"),
+        GrammarMode::CallOnly => "calls".to_string(),
+        GrammarMode::AnswerOnly => answer,
+    };
+    // The call rules come along in every mode: an answer head may use them.
+    let rules = (own.calls)(tools, mode == GrammarMode::CallOrAnswer);
+    format!("start: {start}\nANSWER: {answer_rx}\nWS: /[ \\t\\n]{{1,20}}/\n{rules}")
 }
 
 /// A GBNF rule body of the call shapes in Lark: `ws` becomes an optional `WS`, and a literal
