@@ -173,7 +173,11 @@ pub(crate) fn text_until(rules: &mut Rules, close: &str, forbid: &[&str]) -> Str
         lit(close)
     );
     for f in forbid {
-        body.push_str(&format!(r" & ~(/[\s\S]*/ {} /[\s\S]*/)", lit(f)));
+        body.push_str(&format!(
+            r" & ~(/[\s\S]*/ {} /[\s\S]*/ {})",
+            lit(f),
+            lit(close)
+        ));
     }
     rules.add("TEXT", &body)
 }
