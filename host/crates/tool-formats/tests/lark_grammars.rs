@@ -223,10 +223,12 @@ fn grammar(f: ToolFormat, mode: GrammarMode) -> String {
     lark_grammar_with(f, &tools(), mode).unwrap_or_else(|| panic!("{f}: no Lark grammar"))
 }
 
-/// The single call the detector reads from `text`.
+/// The calls the detector reads from `text` (whitespace between calls aside); anything else
+/// fails the test.
 fn read_back(f: ToolFormat, text: &str) -> Vec<(String, Value)> {
     detect_all_with(f, &DetectorOptions::for_tools(&tools()), text)
         .into_iter()
+        .filter(|e| !matches!(e, DetectorEvent::Text(t) if t.trim().is_empty()))
         .map(|e| match e {
             DetectorEvent::ToolCall(c) => (c.name, c.arguments),
             other => panic!("{f}: {text:?} read as {other:?}"),
@@ -390,4 +392,110 @@ fn strings_with_closing_markers_are_read_back_exactly_or_rejected() {
         }
     }
     assert!(carried > 50, "{carried}");
+}
+
+/// Two calls (`get_weather` for Paris, then `ping`) in each format's own multi-call syntax.
+/// Harmony has none: `<|call|>` ends the turn after one call.
+const PARALLEL: &[(&str, &str)] = &[
+    (
+        "tool-call-json",
+        "[TOOL_CALL]{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}[END_TOOL_CALL]\n[TOOL_CALL]{\"name\": \"ping\", \"arguments\": {}}[END_TOOL_CALL]",
+    ),
+    (
+        "tool-call-xml",
+        "<tool_call name=\"get_weather\"><argument name=\"city\">Paris</argument></tool_call>\n<tool_call name=\"ping\"></tool_call>",
+    ),
+    (
+        "hermes",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>",
+    ),
+    (
+        "qwen3-coder",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>",
+    ),
+    (
+        "llama3",
+        "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; {\"name\": \"ping\", \"parameters\": {}}",
+    ),
+    (
+        "mistral",
+        "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"ping\", \"arguments\": {}}]",
+    ),
+    ("pythonic", "[get_weather(city=\"Paris\"), ping()]"),
+    (
+        "gemma",
+        "```tool_code\nget_weather(city=\"Paris\")\nping()\n```",
+    ),
+    (
+        "deepseek",
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>ping\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    ),
+    (
+        "granite",
+        "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"ping\", \"arguments\": {}}]",
+    ),
+    (
+        "plain-json",
+        "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"ping\", \"arguments\": {}}]",
+    ),
+    (
+        "gemma4",
+        "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|><|tool_call>call:ping{}<tool_call|>",
+    ),
+    (
+        "function-gemma",
+        "<start_function_call>call:get_weather{city:<escape>Paris<escape>}<end_function_call><start_function_call>call:ping{}<end_function_call>",
+    ),
+    (
+        "glm",
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>ping\n</tool_call>",
+    ),
+    (
+        "kimi-k2",
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|><|tool_call_begin|>functions.ping:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>",
+    ),
+    (
+        "deepseek-dsml",
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"ping\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+    ),
+    (
+        "phi4-mini",
+        "functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"ping\", \"arguments\": {}}]",
+    ),
+    (
+        "lfm2",
+        "<|tool_call_start|>[get_weather(city=\"Paris\"), ping()]<|tool_call_end|>",
+    ),
+    (
+        "xlam",
+        "[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"ping\", \"arguments\": {}}]",
+    ),
+    (
+        "smollm3",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>",
+    ),
+];
+
+#[test]
+fn parallel_calls_where_the_format_has_them() {
+    for f in ToolFormat::all() {
+        let Some((_, text)) = PARALLEL.iter().find(|(n, _)| *n == f.name()) else {
+            assert_eq!(*f, ToolFormat::Harmony, "{f}: no parallel example");
+            continue;
+        };
+        accepts(&grammar(*f, GrammarMode::CallOrAnswer), text)
+            .unwrap_or_else(|e| panic!("{f}: {text:?} {e}"));
+        assert!(
+            accepts(&grammar(*f, GrammarMode::CallOnly), text).is_err(),
+            "{f}: call-only took two calls"
+        );
+        assert_eq!(
+            read_back(*f, text),
+            vec![
+                ("get_weather".to_string(), json!({"city": "Paris"})),
+                ("ping".to_string(), json!({})),
+            ],
+            "{f}"
+        );
+    }
 }
