@@ -160,6 +160,14 @@ fn tools() -> Vec<ToolDef> {
         ),
         tool("ping", json!({"type": "object", "properties": {}})),
         tool(
+            "mixed",
+            json!({"type": "object", "properties": {
+                "v": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                "any": {},
+                "opt": {"type": ["integer", "null"]}
+            }}),
+        ),
+        tool(
             "note",
             json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
         ),
@@ -183,6 +191,11 @@ fn good_calls() -> Vec<(&'static str, Value)> {
         ),
         ("search", json!({"filter": {"name": "z", "tags": []}})),
         ("ping", json!({})),
+        (
+            "mixed",
+            json!({"v": 5, "any": {"k": [1, "x", null, true]}, "opt": null}),
+        ),
+        ("mixed", json!({"opt": 7})),
         ("note", json!({"text": "two\nlines, \"quoted\""})),
     ]
 }

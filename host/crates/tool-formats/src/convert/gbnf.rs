@@ -276,8 +276,9 @@ pub enum GrammarMode {
 }
 
 /// A GBNF grammar that lets the model either answer in plain text or emit valid calls of the
-/// listed tools (schema-valid arguments) in `format`. `None` for formats without a grammar here
-/// (the XML-ish, pythonic and marker-heavy ones) or when there are no tools.
+/// listed tools (schema-valid arguments) in `format`. `None` when there are no tools, and for
+/// formats whose grammar is Lark only (the XML-style, pythonic and special-token ones: see
+/// [`crate::formats::Grammar`]; [`super::lark_grammar_with`] has one for every format).
 ///
 /// The plain answer may not start with whitespace or the call syntax's first character, so
 /// once the model starts a call it has to finish a valid one.
