@@ -159,6 +159,15 @@ fn tools() -> Vec<ToolDef> {
             }, "required": ["filter"]}),
         ),
         tool("ping", json!({"type": "object", "properties": {}})),
+        // An optional parameter before a required one.
+        tool(
+            "range",
+            json!({"type": "object", "properties": {
+                "from": {"type": "integer"},
+                "to": {"type": "integer"},
+                "step": {"type": "integer"}
+            }, "required": ["to"]}),
+        ),
         tool(
             "mixed",
             json!({"type": "object", "properties": {
@@ -191,6 +200,10 @@ fn good_calls() -> Vec<(&'static str, Value)> {
         ),
         ("search", json!({"filter": {"name": "z", "tags": []}})),
         ("ping", json!({})),
+        ("range", json!({"to": 2})),
+        ("range", json!({"from": 1, "to": 2})),
+        ("range", json!({"to": 2, "step": 1})),
+        ("range", json!({"from": -1, "to": 2, "step": 1})),
         (
             "mixed",
             json!({"v": 5, "any": {"k": [1, "x", null, true]}, "opt": null}),
