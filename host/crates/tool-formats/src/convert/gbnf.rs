@@ -276,8 +276,9 @@ pub enum GrammarMode {
 }
 
 /// A GBNF grammar that lets the model either answer in plain text or emit valid calls of the
-/// listed tools (schema-valid arguments) in `format`. `None` for formats without a grammar here
-/// (the XML-ish, pythonic and marker-heavy ones) or when there are no tools.
+/// listed tools (schema-valid arguments) in `format`. `None` when there are no tools, and for
+/// formats whose grammar is Lark only (the XML-style, pythonic and special-token ones: see
+/// [`crate::formats::Grammar`]; [`super::lark_grammar_with`] has one for every format).
 ///
 /// The plain answer may not start with whitespace or the call syntax's first character, so
 /// once the model starts a call it has to finish a valid one.
@@ -294,12 +295,15 @@ pub fn gbnf_grammar_with(
     if tools.is_empty() {
         return None;
     }
-    let crate::formats::GrammarShape {
+    let Some(crate::formats::Grammar::Json(crate::formats::GrammarShape {
         calls,
         one_call,
         answer_excludes,
         args_key,
-    } = format.spec().grammar?;
+    })) = format.spec().grammar
+    else {
+        return None;
+    };
     let escaped: String = answer_excludes
         .chars()
         .map(|c| {

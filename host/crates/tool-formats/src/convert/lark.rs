@@ -2,6 +2,9 @@
 //! GBNF grammar of [`super::gbnf`], with the call object given to llguidance as a JSON Schema
 //! (`%json`), so arguments are held to the schema itself instead of a hand translation of it.
 //!
+//! Formats with a grammar of their own ([`crate::formats::Grammar::Lark`]) put their rules into
+//! the same frame: `start`, the `ANSWER` terminal (which may not start like a call) and `WS`.
+//!
 //! Objects are closed as in the GBNF grammar (`additionalProperties: false` wherever a schema
 //! lists its properties and says nothing else); whitespace inside a call is at most 20 spaces,
 //! tabs or newlines at a time (an unbounded run is where a tiny model gets lost).
@@ -10,9 +13,11 @@ use serde_json::{Map, Value, json};
 use super::ToolDef;
 use super::gbnf::GrammarMode;
 use crate::ToolFormat;
+use crate::formats::grammar::lit;
+use crate::formats::{Grammar, LarkShape};
 
-/// An llguidance grammar for `format` and `tools` in `mode`, or `None` where the format has no
-/// grammar here (as for [`super::gbnf_grammar_with`]).
+/// An llguidance grammar for `format` and `tools` in `mode`; `None` only without tools (every
+/// format has one, unlike [`super::gbnf_grammar_with`]).
 pub fn lark_grammar_with(
     format: ToolFormat,
     tools: &[ToolDef],
@@ -21,20 +26,11 @@ pub fn lark_grammar_with(
     if tools.is_empty() {
         return None;
     }
-    let shape = format.spec().grammar?;
-    let excluded: String = shape
-        .answer_excludes
-        .chars()
-        .map(|c| {
-            // Escaped only where a character class (or the `/…/` literal) needs it.
-            if "\\]^[-/".contains(c) {
-                format!("\\{c}")
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
-    let answer = format!("ANSWER: /[^{excluded} \\t\\n][\\s\\S]*/\n");
+    let shape = match format.spec().grammar.as_ref()? {
+        Grammar::Json(shape) => shape,
+        Grammar::Lark(own) => return Some(own_grammar(own, tools, mode)),
+    };
+    let answer = format!("ANSWER: {}\n", answer_regex(shape.answer_excludes, &[]));
     if mode == GrammarMode::AnswerOnly {
         return Some(format!("start: ANSWER\n{answer}"));
     }
@@ -69,6 +65,45 @@ pub fn lark_grammar_with(
         "start: {start}\ncalls: {}\ncall: %json {schema}\nWS: /[ \\t\\n]{{1,20}}/\n{answer}",
         lark_body(calls)
     ))
+}
+
+/// The answer terminal: text that starts with neither whitespace nor one of `excludes`, nor
+/// with one of `not`.
+fn answer_regex(excludes: &str, not: &[&str]) -> String {
+    let excluded: String = excludes
+        .chars()
+        .map(|c| {
+            // Escaped only where a character class (or the `/…/` literal) needs it.
+            if "\\]^[-/".contains(c) {
+                format!("\\{c}")
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let mut rx = format!("/[^{excluded} \\t\\n][\\s\\S]*/");
+    for n in not {
+        rx.push_str(&format!(" & ~({} /[\\s\\S]*/)", lit(n)));
+    }
+    rx
+}
+
+/// A format with rules of its own: the same frame as the JSON-call grammars around them.
+fn own_grammar(own: &LarkShape, tools: &[ToolDef], mode: GrammarMode) -> String {
+    let answer_rx = answer_regex(own.answer_excludes, own.answer_not);
+    let answer = if own.answer_head.is_empty() {
+        "ANSWER".to_string()
+    } else {
+        format!("{} ANSWER", own.answer_head)
+    };
+    let start = match mode {
+        GrammarMode::CallOrAnswer => format!("calls | {answer}"),
+        GrammarMode::CallOnly => "calls".to_string(),
+        GrammarMode::AnswerOnly => answer,
+    };
+    // The call rules come along in every mode: an answer head may use them.
+    let rules = (own.calls)(tools, mode == GrammarMode::CallOrAnswer);
+    format!("start: {start}\nANSWER: {answer_rx}\nWS: /[ \\t\\n]{{1,20}}/\n{rules}")
 }
 
 /// A GBNF rule body of the call shapes in Lark: `ws` becomes an optional `WS`, and a literal
@@ -212,12 +247,50 @@ mod tests {
     }
 
     #[test]
-    fn formats_without_a_grammar_and_empty_tool_lists_have_none() {
+    fn every_format_has_a_grammar_and_empty_tool_lists_have_none() {
         let tools = [tool("t", json!({}))];
+        for f in ToolFormat::all() {
+            assert!(
+                lark_grammar_with(*f, &tools, GrammarMode::CallOrAnswer).is_some(),
+                "{f}"
+            );
+            assert!(lark_grammar_with(*f, &[], GrammarMode::CallOrAnswer).is_none());
+        }
+    }
+
+    #[test]
+    fn own_rules_sit_in_the_shared_frame() {
+        let tools = [tool(
+            "get_weather",
+            json!({"type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}}, "required": ["city"]}),
+        )];
+        let g = lark_grammar_with(ToolFormat::Pythonic, &tools, GrammarMode::CallOrAnswer).unwrap();
         assert!(
-            lark_grammar_with(ToolFormat::Pythonic, &tools, GrammarMode::CallOrAnswer).is_none()
+            g.starts_with("start: calls | ANSWER\nANSWER: /[^\\[ \\t\\n]"),
+            "{g}"
         );
-        assert!(lark_grammar_with(ToolFormat::Hermes, &[], GrammarMode::CallOrAnswer).is_none());
+        assert!(g.contains(r#""get_weather" "(" "#), "{g}");
+        assert!(g.contains(r#""city" "=" STR_"#), "{g}");
+        assert!(g.contains("call_list: call (\",\" \" \"? call)*"), "{g}");
+        let one = lark_grammar_with(ToolFormat::Pythonic, &tools, GrammarMode::CallOnly).unwrap();
+        assert!(
+            one.starts_with("start: calls\n") && one.contains("call_list: call\n"),
+            "{one}"
+        );
+        let phi = lark_grammar_with(ToolFormat::Phi4, &tools, GrammarMode::AnswerOnly).unwrap();
+        assert!(
+            phi.starts_with(
+                r#"start: ANSWER
+ANSWER: /[^ \t\n][\s\S]*/ & ~("functools" /[\s\S]*/)"#
+            ),
+            "{phi}"
+        );
+        let harmony =
+            lark_grammar_with(ToolFormat::Harmony, &tools, GrammarMode::AnswerOnly).unwrap();
+        assert!(
+            harmony.starts_with(r#"start: analysis? (<|channel|> "final" <|message|>)? ANSWER"#),
+            "{harmony}"
+        );
     }
 
     #[test]

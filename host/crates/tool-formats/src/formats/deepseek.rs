@@ -6,8 +6,10 @@
 use serde_json::{Map, Value};
 
 use super::deepseek_dsml::DSML_BLOCKS;
-use super::{Format, Hints, ResultTurn, THINK};
+use super::grammar::{Rules, args_schema, call_list, json_expr, lit};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::bodies::strip_fence;
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, call_with_json_args};
@@ -20,7 +22,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a function, use the tool-call markers with the arguments as a JSON block",
     result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("tool▁calls▁begin", 50), ("tool▁call▁begin", 50)],
@@ -153,3 +160,24 @@ pub(crate) static DEEPSEEK: &[Block] = &[
         parse: deepseek_single,
     },
 ];
+
+/// The R1/V3 form the example teaches. The markers are plain literals: DeepSeek's vocabulary
+/// has them as added tokens that are not control tokens, so they are text to llguidance.
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    let mut r = Rules::default();
+    call_list(tools, parallel, "WS?", &mut r, |t, _| {
+        format!(
+            "{} {} {} {} {}",
+            lit(&format!("{DS_CALL_BEGIN}function{DS_SEP}")),
+            lit(&t.name),
+            lit("\n```json\n"),
+            json_expr(&args_schema(t)),
+            lit(&format!("\n```{DS_CALL_END}"))
+        )
+    });
+    r.named(
+        "calls",
+        &format!("{} call_list {}", lit(DS_CALLS_BEGIN), lit(DS_CALLS_END)),
+    );
+    r.finish()
+}

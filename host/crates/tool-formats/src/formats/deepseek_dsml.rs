@@ -4,8 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, THINK};
+use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
+use super::{Format, Grammar, Hints, LarkShape, THINK};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::bodies::{legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, typed_value, xml_attr};
@@ -17,7 +19,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a function, write a <｜DSML｜function_calls> block with one <｜DSML｜invoke name=\"NAME\"> per call and one <｜DSML｜parameter name=\"ARG\" string=\"true|false\"> per argument (string=\"true\" for text, else a JSON value)",
     result: super::deepseek::result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("｜DSML｜", 45)],
@@ -190,3 +197,36 @@ pub(crate) const DSML_BLOCKS: [Block; 4] = [
         parse: dsml_ascii_calls,
     },
 ];
+
+/// The V3.2 block the example teaches. `<｜DSML｜…>` tags are plain literals (several tokens
+/// each); a text value cannot contain the parameter's closing tag.
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    let mut r = Rules::default();
+    let text = text_until(&mut r, PARAM_END, &[]);
+    call_list(tools, parallel, "WS?", &mut r, |t, r| {
+        let schema = args_schema(t);
+        let items: Vec<(String, bool)> = params(&schema)
+            .iter()
+            .map(|p| {
+                let (value, is_text) = text_value(p.schema, &text, PARAM_END);
+                let open = format!("{PARAM} name=\"{}\" string=\"{is_text}\">", p.name);
+                (format!("{} {value}", lit(&open)), p.required)
+            })
+            .collect();
+        let args = ordered(&items, "WS?", r).unwrap_or_default();
+        format!(
+            "{} WS? {args} WS? {}",
+            lit(&format!("{INVOKE} name=\"{}\">", t.name)),
+            lit(INVOKE_END)
+        )
+    });
+    r.named(
+        "calls",
+        &format!(
+            "{} WS? call_list WS? {}",
+            lit(CALLS_V32),
+            lit(CALLS_V32_END)
+        ),
+    );
+    r.finish()
+}

@@ -4,8 +4,10 @@
 use serde_json::{Map, Value};
 
 use super::gemma4::{call_blocks, end_outside_quotes, write_object};
-use super::{Format, Hints, ResultTurn};
+use super::grammar::{Literals, Rules, Values, args_schema, call_list, lit};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::Parsed;
 
@@ -16,7 +18,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a function, write <start_function_call>call:NAME{argument:value,…}<end_function_call> with text values between <escape> tokens",
     result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("<start_function_call>", 15)],
@@ -56,3 +63,29 @@ static BLOCKS: &[Block] = &[Block {
     },
     parse: body,
 }];
+
+/// Gemma 4's literal syntax with `<escape>` as the quote.
+const LITS: Literals = Literals {
+    quote: Some(QUOTE),
+    ..super::gemma4::LITS
+};
+
+/// One block per call; the markers and `<escape>` are special tokens of FunctionGemma's
+/// vocabulary.
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    const START_TOKEN: &str = START;
+    const END_TOKEN: &str = END;
+    let mut r = Rules::default();
+    let mut values = Values::new(&LITS, &mut r);
+    call_list(tools, parallel, "WS?", &mut r, |t, r| {
+        let args = values
+            .keyword_args(&args_schema(t), "\":\"", r)
+            .unwrap_or_default();
+        format!(
+            "{START_TOKEN} {} \"{{\" {args} \"}}\" {END_TOKEN}",
+            lit(&format!("call:{}", t.name))
+        )
+    });
+    r.named("calls", "call_list");
+    r.finish()
+}

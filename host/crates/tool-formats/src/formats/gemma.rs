@@ -2,8 +2,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, ResultTurn, py_call};
+use super::grammar::{Literals, PYTHON, Rules, Values, args_schema, call_list, lit};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn, py_call};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::bodies::py_statements;
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::Parsed;
@@ -15,7 +17,13 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a function, write the Python call with keyword arguments in a ```tool_code block",
     result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "",
+        // A Markdown code block is a fine answer; only the tool blocks are calls.
+        answer_not: &["```tool_"],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("tool_code", 120)],
@@ -51,3 +59,22 @@ pub(crate) static GEMMA: &[Block] = &[
         parse: gemma_body,
     },
 ];
+
+/// Python calls, one per line, in a `tool_code` block; a string cannot contain the block's end.
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    const LITS: Literals = Literals {
+        forbid: &["```"],
+        ..PYTHON
+    };
+    const SEP: &str = r#""\n""#;
+    let mut r = Rules::default();
+    let mut values = Values::new(&LITS, &mut r);
+    call_list(tools, parallel, SEP, &mut r, |t, r| {
+        let args = values
+            .keyword_args(&args_schema(t), "\"=\"", r)
+            .unwrap_or_default();
+        format!("{} \"(\" {args} \")\"", lit(&t.name))
+    });
+    r.named("calls", r#""```tool_code\n" call_list "\n```""#);
+    r.finish()
+}

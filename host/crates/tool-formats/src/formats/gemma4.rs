@@ -4,8 +4,10 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{Format, Hints, ResultTurn};
+use super::grammar::{Literals, Rules, Values, args_schema, call_list, lit};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::Parsed;
 
@@ -16,7 +18,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a function, write <|tool_call>call:NAME{argument:value,…}<tool_call|> with text values between <|\"|> tokens",
     result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("<|tool_call>", 15), ("<|\"|>", 15)],
@@ -307,3 +314,35 @@ pub(crate) static GEMMA4: &[Block] = &[Block {
     },
     parse: gemma4_body,
 }];
+
+/// Gemma 4's literals: strings between `<|"|>` tokens, JSON's `true`/`false`/`null`, bare keys.
+pub(crate) const LITS: Literals = Literals {
+    quote: Some(QUOTE),
+    forbid: &[],
+    true_: "true",
+    false_: "false",
+    null: "null",
+    quoted_keys: false,
+    sep: r#"",""#,
+    colon: r#"":""#,
+};
+
+/// One `<|tool_call>` block per call; the markers and the string quote are special tokens of
+/// Gemma 4's vocabulary.
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    const START_TOKEN: &str = START;
+    const END_TOKEN: &str = END;
+    let mut r = Rules::default();
+    let mut values = Values::new(&LITS, &mut r);
+    call_list(tools, parallel, "WS?", &mut r, |t, r| {
+        let args = values
+            .keyword_args(&args_schema(t), "\":\"", r)
+            .unwrap_or_default();
+        format!(
+            "{START_TOKEN} {} \"{{\" {args} \"}}\" {END_TOKEN}",
+            lit(&format!("call:{}", t.name))
+        )
+    });
+    r.named("calls", "call_list");
+    r.finish()
+}

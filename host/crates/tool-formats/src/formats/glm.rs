@@ -4,8 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, THINK, tool_response_result, xml_text};
+use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
+use super::{Format, Grammar, Hints, LarkShape, THINK, tool_response_result, xml_text};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::bodies::{json_calls, json_or_marker_end, legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::Parsed;
@@ -17,7 +19,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a function, write <tool_call> with the function name, then one <arg_key>NAME</arg_key><arg_value>VALUE</arg_value> pair per argument, then </tool_call>",
     result: tool_response_result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Hermes,
     hints: Hints {
         template: &[("<arg_key>", 15)],
@@ -121,3 +128,31 @@ pub(crate) static GLM: &[Block] = &[Block {
     },
     parse: glm_call,
 }];
+
+/// One `<tool_call>` per call; a text value cannot contain `</arg_value>`. GLM's vocabulary
+/// has the tags as ordinary (non-control) added tokens, so they are literals.
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    let mut r = Rules::default();
+    let text = text_until(&mut r, VALUE_END, &[]);
+    call_list(tools, parallel, "WS?", &mut r, |t, r| {
+        let schema = args_schema(t);
+        let items: Vec<(String, bool)> = params(&schema)
+            .iter()
+            .map(|p| {
+                let (value, _) = text_value(p.schema, &text, VALUE_END);
+                let key = format!("{KEY}{}{KEY_END}", p.name);
+                (
+                    format!("{} WS? {} {value} WS?", lit(&key), lit(VALUE)),
+                    p.required,
+                )
+            })
+            .collect();
+        let args = ordered(&items, "", r).unwrap_or_default();
+        format!(
+            "{} WS? {args} \"</tool_call>\"",
+            lit(&format!("<tool_call>{}", t.name))
+        )
+    });
+    r.named("calls", "call_list");
+    r.finish()
+}

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, GrammarShape, Hints, THINK, bare_result, json_call};
+use super::{Format, Grammar, GrammarShape, Hints, THINK, bare_result, json_call};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{json_calls, json_value_after_ws};
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -15,12 +15,12 @@ pub(crate) static FORMAT: Format = Format {
     instructions: "To call tools, write <|tool_call|> followed by a JSON list of calls",
     // Granite's tool role takes the bare content.
     result: bare_result,
-    grammar: Some(GrammarShape {
+    grammar: Some(Grammar::Json(GrammarShape {
         calls: r#""<|tool_call|>" "[" ws call ws ("," ws call ws)* "]""#,
         one_call: r#""<|tool_call|>" "[" ws call ws "]""#,
         answer_excludes: "<",
         args_key: "arguments",
-    }),
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("<|tool_call|>", 80)],

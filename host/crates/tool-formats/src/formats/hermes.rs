@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, GrammarShape, Hints, THINK, json_call, tool_response_result};
+use super::{Format, Grammar, GrammarShape, Hints, THINK, json_call, tool_response_result};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{
     FUNCTION_TAGS, json_calls, json_or_marker_end, qwen_end, qwen_functions,
@@ -18,12 +18,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "For each function call, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags",
     result: tool_response_result,
-    grammar: Some(GrammarShape {
+    grammar: Some(Grammar::Json(GrammarShape {
         calls: r#""<tool_call>" ws call ws "</tool_call>" (ws "<tool_call>" ws call ws "</tool_call>")*"#,
         one_call: r#""<tool_call>" ws call ws "</tool_call>""#,
         answer_excludes: "<",
         args_key: "arguments",
-    }),
+    })),
     prompt_style: PromptStyle::Hermes,
     hints: Hints {
         template: &[("<tool_call>", 90)],

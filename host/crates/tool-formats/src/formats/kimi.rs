@@ -4,8 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, ResultTurn, THINK};
+use super::grammar::{Rules, args_schema, call_list, json_expr, lit};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, call_with_json_args};
 use crate::scan::{unquoted_end, unquoted_find};
@@ -17,7 +19,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a function, write <|tool_calls_section_begin|>, then for each call <|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|> followed by the JSON arguments and <|tool_call_end|>, then <|tool_calls_section_end|>",
     result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[
@@ -148,3 +155,20 @@ pub(crate) static KIMI: &[Block] = &[
         parse: kimi_bare_call,
     },
 ];
+
+/// The section of calls; the markers are special tokens of Kimi K2's vocabulary.
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    let mut r = Rules::default();
+    call_list(tools, parallel, "WS?", &mut r, |t, _| {
+        format!(
+            "<|tool_call_begin|> {} /[0-9]{{1,4}}/ <|tool_call_argument_begin|> {} <|tool_call_end|>",
+            lit(&format!("functions.{}:", t.name)),
+            json_expr(&args_schema(t))
+        )
+    });
+    r.named(
+        "calls",
+        "<|tool_calls_section_begin|> call_list <|tool_calls_section_end|>",
+    );
+    r.finish()
+}

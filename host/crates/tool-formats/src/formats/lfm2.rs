@@ -3,8 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, THINK, bare_result, py_call};
+use super::grammar::{Literals, PYTHON, Rules, Values, args_schema, call_list, lit};
+use super::{Format, Grammar, Hints, LarkShape, THINK, bare_result, py_call};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::bodies::{json_calls, lead_ws, py_tag_body};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::Parsed;
@@ -17,7 +19,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call functions, write <|tool_call_start|> followed by a Python list of calls with keyword arguments and <|tool_call_end|>",
     result: bare_result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("<|tool_call_start|>", 15)],
@@ -71,3 +78,23 @@ static LFM2: &[Block] = &[Block {
     },
     parse: body,
 }];
+
+/// The Python call list the example teaches between LFM2's special tokens (the JSON list the
+/// detector also reads is not offered).
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    const LITS: Literals = PYTHON;
+    const SEP: &str = PYTHON.sep;
+    let mut r = Rules::default();
+    let mut values = Values::new(&LITS, &mut r);
+    call_list(tools, parallel, SEP, &mut r, |t, r| {
+        let args = values
+            .keyword_args(&args_schema(t), "\"=\"", r)
+            .unwrap_or_default();
+        format!("{} \"(\" {args} \")\"", lit(&t.name))
+    });
+    r.named(
+        "calls",
+        "<|tool_call_start|> \"[\" call_list \"]\" <|tool_call_end|>",
+    );
+    r.finish()
+}

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, GrammarShape, Hints, bare_result, json_call};
+use super::{Format, Grammar, GrammarShape, Hints, bare_result, json_call};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{
     FUNCTION_TAGS, json_fenced_end, json_fenced_verdict, json_whole, py_statements,
@@ -21,12 +21,12 @@ pub(crate) static FORMAT: Format = Format {
     instructions: "To call a function, respond only with a JSON object {\"name\": function name, \"parameters\": dictionary of argument name and its value}. Do not use variables",
     // Llama 3 takes the bare content in its ipython role.
     result: bare_result,
-    grammar: Some(GrammarShape {
+    grammar: Some(Grammar::Json(GrammarShape {
         calls: r#"("<|python_tag|>")? call (ws ";" ws call)*"#,
         one_call: r#"("<|python_tag|>")? call"#,
         answer_excludes: "{<",
         args_key: "parameters",
-    }),
+    })),
     prompt_style: PromptStyle::Llama3,
     hints: Hints {
         template: &[

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Format, GrammarShape, Hints, ResultTurn, json_call};
+use super::{Format, Grammar, GrammarShape, Hints, ResultTurn, json_call};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{json_calls, lead_ws};
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -17,12 +17,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call tools, write [TOOL_CALLS] followed by a JSON list of calls",
     result,
-    grammar: Some(GrammarShape {
+    grammar: Some(Grammar::Json(GrammarShape {
         calls: r#""[TOOL_CALLS]" "[" ws call ws ("," ws call ws)* "]""#,
         one_call: r#""[TOOL_CALLS]" "[" ws call ws "]""#,
         answer_excludes: "[",
         args_key: "arguments",
-    }),
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("[TOOL_CALLS]", 70)],

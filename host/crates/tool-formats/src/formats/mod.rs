@@ -1,6 +1,6 @@
 //! One module per tool-call format: its markers and detector, the example call and instructions
-//! the system prompt teaches, the wrapper its chat templates put around tool results, its GBNF
-//! shape (where it has one) and the hints that guess it from a chat template or model name.
+//! the system prompt teaches, the wrapper its chat templates put around tool results, its
+//! constrained-decoding grammar and the hints that guess it from a chat template or model name.
 //!
 //! Adding a format touches its module, the table in `lib.rs` (`formats!`) and its corpus folder;
 //! everything else reads the [`Format`] record, so there is no `match` on formats elsewhere.
@@ -17,6 +17,7 @@ pub(crate) mod function_gemma;
 pub(crate) mod gemma;
 pub(crate) mod gemma4;
 pub(crate) mod glm;
+pub(crate) mod grammar;
 pub(crate) mod granite;
 pub(crate) mod harmony;
 pub(crate) mod hermes;
@@ -48,8 +49,8 @@ pub(crate) struct Format {
     pub instructions: &'static str,
     /// The tool turn's text for a result `body`.
     pub result: fn(&ResultTurn) -> String,
-    /// The GBNF shape for constrained decoding, where the format has one.
-    pub grammar: Option<GrammarShape>,
+    /// The call syntax for constrained decoding.
+    pub grammar: Option<Grammar>,
     pub prompt_style: PromptStyle,
     pub hints: Hints,
 }
@@ -60,6 +61,37 @@ pub(crate) struct ResultTurn<'a> {
     pub id: &'a str,
     pub body: String,
     pub is_error: bool,
+}
+
+/// How a format's calls are held to the tools in constrained decoding.
+///
+/// Two kinds, because most JSON-call formats differ only in the markers around one shared call
+/// object, which both engines can express from a few literals; every other format needs rules of
+/// its own per tool (parameter names as literals, its own value syntax), written as a function
+/// in its module so that adding a format still touches only its module, the `formats!` table and
+/// its corpus folder.
+pub(crate) enum Grammar {
+    /// `{"name": …, "<args_key>": {…}}` call objects between literal markers: GBNF and Lark.
+    Json(GrammarShape),
+    /// Rules of the format's own, for llguidance (Lark) only: the GBNF fallback has no grammar
+    /// for these formats (`gbnf_grammar_with` returns `None`), as translating each value syntax
+    /// twice would double the code for the engine that is only a fallback.
+    Lark(LarkShape),
+}
+
+/// A format's own Lark rules; the frame around them (`start`, the answer, `WS`) is shared.
+pub(crate) struct LarkShape {
+    /// Lark rules for `tools` that define the rule `calls`: one or more calls when `parallel`,
+    /// exactly one otherwise. They may use `WS` (1–20 whitespace characters).
+    pub calls: fn(tools: &[crate::convert::ToolDef], parallel: bool) -> String,
+    /// Characters a plain answer may not start with (besides whitespace).
+    pub answer_excludes: &'static str,
+    /// Texts a plain answer may not start with, where one character would exclude too much
+    /// (`functools`, ```` ```tool_ ````).
+    pub answer_not: &'static [&'static str],
+    /// A Lark expression before the answer text (a channel header), or empty; it may use the
+    /// rules `calls` defines.
+    pub answer_head: &'static str,
 }
 
 /// The format-specific part of a GBNF grammar (the call objects are shared).

@@ -2,8 +2,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, bare_result, json_call};
+use super::grammar::{Rules, call_list, json_call_expr};
+use super::{Format, Grammar, Hints, LarkShape, bare_result, json_call};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::bodies::{json_calls, json_value_after_ws};
 use crate::detect::marker::{Block, End, MarkerDetector};
 
@@ -14,7 +16,13 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call functions, write functools followed by a JSON list of calls",
     result: bare_result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "",
+        // One character would exclude every answer starting with `f`.
+        answer_not: &["functools"],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("functools[", 15)],
@@ -35,3 +43,14 @@ static PHI4: &[Block] = &[Block {
     },
     parse: json_calls,
 }];
+
+/// `functools[…]` around the JSON call objects of the JSON-call formats. Lark only, because
+/// the answer has to avoid a word, which GBNF's character class cannot say.
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    let mut r = Rules::default();
+    call_list(tools, parallel, r#"WS? "," WS?"#, &mut r, |t, _| {
+        json_call_expr(t, "arguments")
+    });
+    r.named("calls", r#""functools[" WS? call_list WS? "]""#);
+    r.finish()
+}

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Format, GrammarShape, Hints, ResultTurn, THINK, json_call};
+use super::{Format, Grammar, GrammarShape, Hints, ResultTurn, THINK, json_call};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{json_fenced_end, json_fenced_verdict, json_whole};
 use crate::detect::whole::{WholeDetector, WholeSpec};
@@ -15,12 +15,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a tool, respond only with a JSON object {\"name\": tool name, \"arguments\": object}, or a JSON list of them",
     result,
-    grammar: Some(GrammarShape {
+    grammar: Some(Grammar::Json(GrammarShape {
         calls: r#"call | "[" ws call ws ("," ws call ws)* "]""#,
         one_call: "call",
         answer_excludes: "{[",
         args_key: "arguments",
-    }),
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[],

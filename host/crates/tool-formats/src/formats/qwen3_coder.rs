@@ -4,8 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, THINK, tool_response_result, xml_text};
+use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
+use super::{Format, Grammar, Hints, LarkShape, THINK, tool_response_result, xml_text};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::bodies::{FUNCTION_TAGS, qwen_end, qwen_functions};
 use crate::detect::marker::{Block, End, MarkerDetector};
 
@@ -16,7 +18,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a function, write <tool_call><function=NAME> with one <parameter=NAME> element per argument",
     result: tool_response_result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Hermes,
     hints: Hints {
         template: &[("<function=", 30), ("<parameter=", 30)],
@@ -47,3 +54,30 @@ pub(crate) static QWEN3_CODER: &[Block] = &[
     FUNCTION_TAGS[0],
     FUNCTION_TAGS[1],
 ];
+
+/// One `<tool_call>` per call; a text value sits between the newlines the example writes and
+/// cannot contain `</parameter>`. The tags are literals (ordinary tokens or text in Qwen's
+/// vocabulary).
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    const CLOSE: &str = "\n</parameter>";
+    let mut r = Rules::default();
+    let text = text_until(&mut r, CLOSE, &["</parameter>"]);
+    call_list(tools, parallel, "WS?", &mut r, |t, r| {
+        let schema = args_schema(t);
+        let items: Vec<(String, bool)> = params(&schema)
+            .iter()
+            .map(|p| {
+                let (value, _) = text_value(p.schema, &text, CLOSE);
+                let open = format!("<parameter={}>\n", p.name);
+                (format!("{} {value} WS?", lit(&open)), p.required)
+            })
+            .collect();
+        let args = ordered(&items, "", r).unwrap_or_default();
+        format!(
+            "\"<tool_call>\" WS? {} WS? {args} \"</function>\" WS? \"</tool_call>\"",
+            lit(&format!("<function={}>", t.name))
+        )
+    });
+    r.named("calls", "call_list");
+    r.finish()
+}

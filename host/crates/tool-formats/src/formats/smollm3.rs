@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, THINK, json_call, tool_response_result};
+use super::{Format, Grammar, GrammarShape, Hints, THINK, json_call, tool_response_result};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{json_calls, json_or_marker_end, py_statements};
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -16,7 +16,13 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "For each function call, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags",
     result: tool_response_result,
-    grammar: None,
+    // The xml-tools form the example teaches (the python-tools `<code>` form has none).
+    grammar: Some(Grammar::Json(GrammarShape {
+        calls: r#""<tool_call>" ws call ws "</tool_call>" (ws "<tool_call>" ws call ws "</tool_call>")*"#,
+        one_call: r#""<tool_call>" ws call ws "</tool_call>""#,
+        answer_excludes: "<",
+        args_key: "arguments",
+    })),
     prompt_style: PromptStyle::Hermes,
     hints: Hints {
         template: &[("xml_tools", 15), ("python_tools", 15)],

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, GrammarShape, Hints, ResultTurn, THINK, json_call};
+use super::{Format, Grammar, GrammarShape, Hints, ResultTurn, THINK, json_call};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{json_calls, json_or_marker_end};
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -21,12 +21,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a tool, write a JSON object with the tool name and its arguments between [TOOL_CALL] and [END_TOOL_CALL]",
     result,
-    grammar: Some(GrammarShape {
+    grammar: Some(Grammar::Json(GrammarShape {
         calls: r#""[TOOL_CALL]" ws call ws "[END_TOOL_CALL]" (ws "[TOOL_CALL]" ws call ws "[END_TOOL_CALL]")*"#,
         one_call: r#""[TOOL_CALL]" ws call ws "[END_TOOL_CALL]""#,
         answer_excludes: "[",
         args_key: "arguments",
-    }),
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("[TOOL_CALL]", 10)],

@@ -3,8 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, ResultTurn, THINK, xml_text};
+use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, xml_text};
 use crate::convert::PromptStyle;
+use crate::convert::ToolDef;
 use crate::detect::bodies::{json_calls, json_or_marker_end, marker_after, tag_args};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, call_with_json_args, xml_attr};
@@ -16,7 +18,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call a tool, write a <tool_call name=\"…\"> element with one <argument name=\"…\"> element per argument",
     result,
-    grammar: None,
+    grammar: Some(Grammar::Lark(LarkShape {
+        calls: grammar,
+        answer_excludes: "<",
+        answer_not: &[],
+        answer_head: "",
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[("<argument name=", 20), ("<tool_call name=", 20)],
@@ -122,4 +129,30 @@ fn xml_no_attr(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
         return json_calls(raw, inner, terminated);
     }
     vec![Parsed::bad(raw, "<tool_call> has no name=\"…\" attribute")]
+}
+
+/// One element per call with an `<argument>` per parameter; a text value cannot contain
+/// `</argument>`. Values are written as the example writes them (no entities).
+fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    const CLOSE: &str = "</argument>";
+    let mut r = Rules::default();
+    let text = text_until(&mut r, CLOSE, &[]);
+    call_list(tools, parallel, "WS?", &mut r, |t, r| {
+        let schema = args_schema(t);
+        let items: Vec<(String, bool)> = params(&schema)
+            .iter()
+            .map(|p| {
+                let (value, _) = text_value(p.schema, &text, CLOSE);
+                let open = format!("<argument name=\"{}\">", p.name);
+                (format!("{} {value}", lit(&open)), p.required)
+            })
+            .collect();
+        let args = ordered(&items, "WS?", r).unwrap_or_default();
+        format!(
+            "{} WS? {args} WS? \"</tool_call>\"",
+            lit(&format!("<tool_call name=\"{}\">", t.name))
+        )
+    });
+    r.named("calls", "call_list");
+    r.finish()
 }

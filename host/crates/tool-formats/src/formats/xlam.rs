@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::plain_json::PLAIN_JSON;
-use super::{Format, GrammarShape, Hints, THINK, bare_result, json_call};
+use super::{Format, Grammar, GrammarShape, Hints, THINK, bare_result, json_call};
 use crate::convert::PromptStyle;
 use crate::detect::whole::WholeDetector;
 
@@ -15,12 +15,12 @@ pub(crate) static FORMAT: Format = Format {
     example,
     instructions: "To call tools, respond only with a JSON list of calls [{\"name\": tool name, \"arguments\": object}]",
     result: bare_result,
-    grammar: Some(GrammarShape {
+    grammar: Some(Grammar::Json(GrammarShape {
         calls: r#""[" ws call ws ("," ws call ws)* "]""#,
         one_call: r#""[" ws call ws "]""#,
         answer_excludes: "{[",
         args_key: "arguments",
-    }),
+    })),
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
         template: &[],
