@@ -17,6 +17,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "deepseek",
     detector: |s| Box::new(MarkerDetector::new(DEEPSEEK, DEEPSEEK_HIDDEN, s)),
     reasoning: THINK,
+    end_tokens: &["<｜end▁of▁sentence｜>"],
     example,
     instructions: "To call a function, use the tool-call markers with the arguments as a JSON block",
     result,

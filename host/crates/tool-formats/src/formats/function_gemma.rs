@@ -13,6 +13,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "function-gemma",
     detector: |s| Box::new(MarkerDetector::new(BLOCKS, &[END], s)),
     reasoning: &[],
+    end_tokens: &["<end_of_turn>", "<eos>"],
     example,
     instructions: "To call a function, write <start_function_call>call:NAME{argument:value,…}<end_function_call> with text values between <escape> tokens",
     result,

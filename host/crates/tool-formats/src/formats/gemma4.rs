@@ -13,6 +13,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "gemma4",
     detector: |s| Box::new(MarkerDetector::new(GEMMA4, &["<tool_call|>"], s)),
     reasoning: &[("<|channel>thought", "<channel|>")],
+    end_tokens: &["<turn|>", "<eos>"],
     example,
     instructions: "To call a function, write <|tool_call>call:NAME{argument:value,…}<tool_call|> with text values between <|\"|> tokens",
     result,

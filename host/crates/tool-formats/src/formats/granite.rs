@@ -11,6 +11,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "granite",
     detector: |s| Box::new(MarkerDetector::new(GRANITE, &[], s)),
     reasoning: THINK,
+    end_tokens: &["<|end_of_text|>"],
     example,
     instructions: "To call tools, write <|tool_call|> followed by a JSON list of calls",
     // Granite's tool role takes the bare content.

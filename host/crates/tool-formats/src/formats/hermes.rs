@@ -15,6 +15,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "hermes",
     detector: |s| Box::new(MarkerDetector::new(HERMES, &["</tool_call>"], s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>", "<|endoftext|>", "<|eot_id|>"],
     example,
     instructions: "For each function call, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags",
     result: tool_response_result,

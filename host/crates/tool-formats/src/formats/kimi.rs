@@ -14,6 +14,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "kimi-k2",
     detector: |s| Box::new(MarkerDetector::new(KIMI, HIDDEN, s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>"],
     example,
     instructions: "To call a function, write <|tool_calls_section_begin|>, then for each call <|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|> followed by the JSON arguments and <|tool_call_end|>, then <|tool_calls_section_end|>",
     result,

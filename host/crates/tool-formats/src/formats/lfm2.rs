@@ -14,6 +14,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "lfm2",
     detector: |s| Box::new(MarkerDetector::new(LFM2, &[END], s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>"],
     example,
     instructions: "To call functions, write <|tool_call_start|> followed by a Python list of calls with keyword arguments and <|tool_call_end|>",
     result: bare_result,

@@ -17,6 +17,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "llama3",
     detector: |s| Box::new(WholeDetector::new(&LLAMA3, s)),
     reasoning: &[],
+    end_tokens: &["<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"],
     example,
     instructions: "To call a function, respond only with a JSON object {\"name\": function name, \"parameters\": dictionary of argument name and its value}. Do not use variables",
     // Llama 3 takes the bare content in its ipython role.

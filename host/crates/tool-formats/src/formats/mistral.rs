@@ -14,6 +14,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "mistral",
     detector: |s| Box::new(MarkerDetector::new(MISTRAL, &[], s)),
     reasoning: &[("[THINK]", "[/THINK]"), ("<think>", "</think>")],
+    end_tokens: &["</s>"],
     example,
     instructions: "To call tools, write [TOOL_CALLS] followed by a JSON list of calls",
     result,

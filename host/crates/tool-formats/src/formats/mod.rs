@@ -42,6 +42,9 @@ pub(crate) struct Format {
     pub detector: fn(&Setup) -> Box<dyn ToolCallDetector>,
     /// Reasoning blocks `(open, close)` the family writes at the start of a response.
     pub reasoning: &'static [(&'static str, &'static str)],
+    /// The family's own end-of-turn tokens: dropped at the very end of a response (a runtime
+    /// that does not strip stop tokens leaves them there).
+    pub end_tokens: &'static [&'static str],
     /// An exact call of `name` with `args`.
     pub example: fn(name: &str, args: &Map<String, Value>) -> String,
     /// How to call, completed by ", exactly like this:" and the example.

@@ -11,6 +11,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "phi4-mini",
     detector: |s| Box::new(MarkerDetector::new(PHI4, &[], s)),
     reasoning: &[],
+    end_tokens: &["<|end|>", "<|endoftext|>"],
     example,
     instructions: "To call functions, write functools followed by a JSON list of calls",
     result: bare_result,

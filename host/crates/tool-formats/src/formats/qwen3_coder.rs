@@ -13,6 +13,7 @@ pub(crate) static FORMAT: Format = Format {
     name: "qwen3-coder",
     detector: |s| Box::new(MarkerDetector::new(QWEN3_CODER, &["</tool_call>"], s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>", "<|endoftext|>"],
     example,
     instructions: "To call a function, write <tool_call><function=NAME> with one <parameter=NAME> element per argument",
     result: tool_response_result,
