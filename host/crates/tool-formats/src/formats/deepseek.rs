@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::deepseek_dsml::DSML_BLOCKS;
-use super::{Format, Hints, ResultTurn, THINK};
+use super::{Format, Hints, ResultTurn, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::strip_fence;
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -31,7 +31,7 @@ pub(crate) static FORMAT: Format = Format {
 };
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
-    let args = Value::Object(args.clone());
+    let args = tojson(&Value::Object(args.clone()));
     format!(
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{args}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
     )

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, THINK};
+use super::{Format, Hints, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -41,7 +41,10 @@ fn example(name: &str, args: &Map<String, Value>) -> String {
         .iter()
         .map(|(k, v)| match v {
             Value::String(s) => format!("{PARAM} name=\"{k}\" string=\"true\">{s}{PARAM_END}\n"),
-            other => format!("{PARAM} name=\"{k}\" string=\"false\">{other}{PARAM_END}\n"),
+            other => format!(
+                "{PARAM} name=\"{k}\" string=\"false\">{}{PARAM_END}\n",
+                tojson(other)
+            ),
         })
         .collect();
     format!("{CALLS_V32}\n{INVOKE} name=\"{name}\">\n{params}{INVOKE_END}\n{CALLS_V32_END}")

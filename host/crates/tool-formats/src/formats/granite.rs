@@ -1,4 +1,5 @@
-//! `granite` (IBM Granite 3.x): `<|tool_call|>[{"name":…,"arguments":{…}}]`.
+//! `granite` (IBM Granite 3.x): `<|tool_call|>[{"name":…,"arguments":{…}}]`; Granite 4's
+//! Hermes-style `<tool_call>{…}</tool_call>` is read too.
 
 use serde_json::{Map, Value};
 
@@ -9,7 +10,7 @@ use crate::detect::marker::{Block, End, MarkerDetector};
 
 pub(crate) static FORMAT: Format = Format {
     name: "granite",
-    detector: |s| Box::new(MarkerDetector::new(GRANITE, &[], s)),
+    detector: |s| Box::new(MarkerDetector::new(GRANITE, &["</tool_call>"], s)),
     reasoning: THINK,
     end_tokens: &["<|end_of_text|>"],
     example,
@@ -34,11 +35,14 @@ fn example(name: &str, args: &Map<String, Value>) -> String {
     format!("<|tool_call|>[{}]", json_call(name, args, "arguments"))
 }
 
-pub(crate) static GRANITE: &[Block] = &[Block {
-    start: "<|tool_call|>",
-    end: End::Finder {
-        find: json_value_after_ws,
-        closers: "}]",
+pub(crate) static GRANITE: &[Block] = &[
+    Block {
+        start: "<|tool_call|>",
+        end: End::Finder {
+            find: json_value_after_ws,
+            closers: "}]",
+        },
+        parse: json_calls,
     },
-    parse: json_calls,
-}];
+    super::hermes::TOOL_CALL_BLOCK,
+];

@@ -68,15 +68,14 @@ fn hermes_end(body: &str) -> Option<(usize, usize)> {
     json_or_marker_end(body, &["</tool_call>"])
 }
 
-pub(crate) static HERMES: &[Block] = &[
-    Block {
-        start: "<tool_call>",
-        end: End::Finder {
-            find: hermes_end,
-            closers: "",
-        },
-        parse: hermes_body,
+/// `<tool_call>{…}</tool_call>` (also used by formats whose newer models switched to it).
+pub(crate) const TOOL_CALL_BLOCK: Block = Block {
+    start: "<tool_call>",
+    end: End::Finder {
+        find: hermes_end,
+        closers: "",
     },
-    FUNCTION_TAGS[0],
-    FUNCTION_TAGS[1],
-];
+    parse: hermes_body,
+};
+
+pub(crate) static HERMES: &[Block] = &[TOOL_CALL_BLOCK, FUNCTION_TAGS[0], FUNCTION_TAGS[1]];

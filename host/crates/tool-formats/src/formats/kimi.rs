@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, ResultTurn, THINK};
+use super::{Format, Hints, ResultTurn, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, call_with_json_args};
@@ -40,7 +40,7 @@ const CALL_END: &str = "<|tool_call_end|>";
 const HIDDEN: &[&str] = &[SECTION_END, SECTION_END_ALT];
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
-    let args = Value::Object(args.clone());
+    let args = tojson(&Value::Object(args.clone()));
     format!("{SECTION}{CALL}functions.{name}:0{ARGS}{args}{CALL_END}{SECTION_END}")
 }
 

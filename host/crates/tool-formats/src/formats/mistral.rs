@@ -43,10 +43,12 @@ fn example(name: &str, args: &Map<String, Value>) -> String {
     format!("[TOOL_CALLS][{}]", json_call(name, args, "arguments"))
 }
 
+/// As Mistral's templates for the JSON-list call form write it: the content first, then the id.
 fn result(r: &ResultTurn) -> String {
     format!(
-        "[TOOL_RESULTS]{}[/TOOL_RESULTS]",
-        json!({"call_id": r.id, "content": r.body})
+        "[TOOL_RESULTS] {{\"content\": {}, \"call_id\": {}}}[/TOOL_RESULTS]",
+        json!(r.body),
+        json!(r.id)
     )
 }
 
