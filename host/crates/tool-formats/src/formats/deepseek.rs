@@ -132,6 +132,27 @@ fn deepseek_single(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
 /// DeepSeek's call tokens are special tokens: never text, even out of place.
 pub(crate) static DEEPSEEK_HIDDEN: &[&str] = &[DS_CALLS_END, DS_CALL_END, DS_SEP];
 
+/// The markers spelt with `_` instead of `▁`, as R1 distills (and converted tokenizers) also
+/// write them: `(variant, canonical)`.
+const DS_UNDERSCORE: [(&str, &str); 5] = [
+    ("<｜tool_calls_begin｜>", DS_CALLS_BEGIN),
+    ("<｜tool_calls_end｜>", DS_CALLS_END),
+    ("<｜tool_call_begin｜>", DS_CALL_BEGIN),
+    ("<｜tool_call_end｜>", DS_CALL_END),
+    ("<｜tool_sep｜>", DS_SEP),
+];
+
+/// `inner` with the underscore markers in their canonical spelling.
+fn canonical(inner: &str) -> String {
+    DS_UNDERSCORE
+        .iter()
+        .fold(inner.to_string(), |s, (v, c)| s.replace(v, c))
+}
+
+fn deepseek_calls_underscore(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    deepseek_calls(raw, &canonical(inner), terminated)
+}
+
 pub(crate) static DEEPSEEK: &[Block] = &[
     DSML_BLOCKS[0],
     DSML_BLOCKS[1],
@@ -152,5 +173,13 @@ pub(crate) static DEEPSEEK: &[Block] = &[
             closers: ">",
         },
         parse: deepseek_single,
+    },
+    Block {
+        start: DS_UNDERSCORE[0].0,
+        end: End::Finder {
+            find: |b| unquoted_end(b, DS_UNDERSCORE[1].0),
+            closers: ">",
+        },
+        parse: deepseek_calls_underscore,
     },
 ];

@@ -8,7 +8,7 @@ use super::{Format, Hints, THINK, tool_response_result, xml_text};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{json_calls, json_or_marker_end, legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
-use crate::parse::Parsed;
+use crate::parse::{Parsed, call_with_json_args};
 
 pub(crate) static FORMAT: Format = Format {
     name: "glm",
@@ -67,6 +67,14 @@ fn glm_call(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
         Some(p) => (t[..p].trim(), &t[p..]),
         None => (t, ""),
     };
+    // GLM-4 (0414) writes the name and then the arguments as JSON on the next line.
+    if rest.is_empty()
+        && let Some(p) = name.find('{')
+        && !name[..p].trim().is_empty()
+        && !name[..p].trim().contains(char::is_whitespace)
+    {
+        return vec![call_with_json_args(raw, name[..p].trim(), &name[p..], None)];
+    }
     if name.is_empty() || name.contains(['<', '>', '\n']) {
         return vec![Parsed::bad(raw, format!("invalid function name `{name}`"))];
     }
