@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, THINK, tojson};
+use super::{Format, Hints, ResultTurn, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -17,7 +17,7 @@ pub(crate) static FORMAT: Format = Format {
     end_tokens: &["<｜end▁of▁sentence｜>"],
     example,
     instructions: "To call a function, write a <｜DSML｜function_calls> block with one <｜DSML｜invoke name=\"NAME\"> per call and one <｜DSML｜parameter name=\"ARG\" string=\"true|false\"> per argument (string=\"true\" for text, else a JSON value)",
-    result: super::deepseek::result,
+    result,
     grammar: None,
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
@@ -35,6 +35,14 @@ const INVOKE: &str = "<｜DSML｜invoke";
 const INVOKE_END: &str = "</｜DSML｜invoke>";
 const PARAM: &str = "<｜DSML｜parameter";
 const PARAM_END: &str = "</｜DSML｜parameter>";
+
+/// V3.2's template puts results in a `<function_results>` block (one `<result>` per call).
+fn result(r: &ResultTurn) -> String {
+    format!(
+        "<function_results>\n<result>{}</result>\n</function_results>",
+        r.body
+    )
+}
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
     let params: String = args

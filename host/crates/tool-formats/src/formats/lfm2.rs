@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Format, Hints, THINK, bare_result, py_call};
+use super::{Format, Hints, ResultTurn, THINK, py_call};
 use crate::convert::PromptStyle;
 use crate::detect::bodies::{json_calls, lead_ws, py_tag_body};
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -17,7 +17,7 @@ pub(crate) static FORMAT: Format = Format {
     end_tokens: &["<|im_end|>"],
     example,
     instructions: "To call functions, write <|tool_call_start|> followed by a Python list of calls with keyword arguments and <|tool_call_end|>",
-    result: bare_result,
+    result,
     grammar: None,
     prompt_style: PromptStyle::Markdown,
     hints: Hints {
@@ -29,6 +29,11 @@ pub(crate) static FORMAT: Format = Format {
 
 const START: &str = "<|tool_call_start|>";
 const END: &str = "<|tool_call_end|>";
+
+/// LFM2's templates wrap the tool turn's content in its response tokens.
+fn result(r: &ResultTurn) -> String {
+    format!("<|tool_response_start|>{}<|tool_response_end|>", r.body)
+}
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
     format!("{START}[{}]{END}", py_call(name, args))
