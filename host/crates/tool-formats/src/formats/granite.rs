@@ -10,7 +10,7 @@ use crate::detect::marker::{Block, End, MarkerDetector};
 
 pub(crate) static FORMAT: Format = Format {
     name: "granite",
-    detector: |s| Box::new(MarkerDetector::new(GRANITE, &["</tool_call>"], s)),
+    detector: |s| Box::new(MarkerDetector::new(GRANITE, HIDDEN, s)),
     reasoning: THINK,
     end_tokens: &["<|end_of_text|>"],
     example,
@@ -30,6 +30,10 @@ pub(crate) static FORMAT: Format = Format {
         family: &[("<|start_of_role|>", 30)],
     },
 };
+
+/// Granite 3.3's thinking mode answers `<think>…</think><response>…</response>`: the response
+/// tags (and a stray Hermes close tag) are markup, never text for the user.
+static HIDDEN: &[&str] = &["<response>", "</response>", "</tool_call>"];
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
     format!("<|tool_call|>[{}]", json_call(name, args, "arguments"))
