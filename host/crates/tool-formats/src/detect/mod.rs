@@ -36,6 +36,7 @@ pub(crate) fn detector(format: ToolFormat, opts: &DetectorOptions) -> Box<dyn To
         det = Box::new(reasoning::ReasoningSplitter::new(
             det,
             spec.reasoning,
+            spec.reasoning_ends,
             opts.reasoning_open,
         ));
     }

@@ -7,7 +7,7 @@
 //! marker). An open marker later in the answer is the answer's own text (say, inside an argument
 //! value), so the format's detector sees it untouched.
 
-use crate::scan::held_suffix;
+use crate::scan::{find_first, held_suffix};
 use crate::{DetectorEvent, ToolCallDetector};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,8 @@ enum State {
 /// Splits a response into reasoning events and the answer text.
 pub(crate) struct Splitter {
     pairs: &'static [(&'static str, &'static str)],
+    /// Markers that end the block too but belong to the answer.
+    ends: &'static [&'static str],
     open_in_prompt: bool,
     state: State,
     buf: String,
@@ -34,10 +36,12 @@ pub(crate) struct Splitter {
 impl Splitter {
     pub(crate) fn new(
         pairs: &'static [(&'static str, &'static str)],
+        ends: &'static [&'static str],
         open_in_prompt: bool,
     ) -> Self {
         Splitter {
             pairs,
+            ends,
             open_in_prompt,
             state: Self::first_state(open_in_prompt),
             buf: String::new(),
@@ -109,9 +113,14 @@ impl Splitter {
                         self.state = State::Reasoning { pair, lead: false };
                     }
                     let close = self.pairs[pair].1;
-                    if let Some(p) = self.buf.find(close) {
+                    let closers: Vec<&str> = std::iter::once(close)
+                        .chain(self.ends.iter().copied())
+                        .collect();
+                    if let Some((p, i)) = find_first(&self.buf, &closers) {
                         push_reasoning(out, self.buf[..p].trim_end());
-                        self.buf.drain(..p + close.len());
+                        // The close marker goes; an implicit end starts the answer.
+                        let cut = if i == 0 { p + close.len() } else { p };
+                        self.buf.drain(..cut);
                         self.state = State::AfterReasoning;
                         continue;
                     }
@@ -123,7 +132,7 @@ impl Splitter {
                     }
                     // Hold what could become the close marker, and trailing whitespace (the
                     // block's last whitespace is not part of the reasoning).
-                    let marker = self.buf.len() - held_suffix(&self.buf, &[close]);
+                    let marker = self.buf.len() - held_suffix(&self.buf, &closers);
                     let emit = self.buf[..marker].trim_end().len();
                     push_reasoning(out, &self.buf[..emit]);
                     self.buf.drain(..emit);
@@ -163,11 +172,12 @@ impl ReasoningSplitter {
     pub(crate) fn new(
         inner: Box<dyn ToolCallDetector>,
         pairs: &'static [(&'static str, &'static str)],
+        ends: &'static [&'static str],
         open_in_prompt: bool,
     ) -> Self {
         ReasoningSplitter {
             inner,
-            split: Splitter::new(pairs, open_in_prompt),
+            split: Splitter::new(pairs, ends, open_in_prompt),
         }
     }
 }

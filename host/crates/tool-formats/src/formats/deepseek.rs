@@ -18,6 +18,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(DEEPSEEK, DEEPSEEK_HIDDEN, s)),
     reasoning: THINK,
     end_tokens: &["<｜end▁of▁sentence｜>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, use the tool-call markers with the arguments as a JSON block",
     result,

@@ -15,6 +15,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(super::deepseek::DEEPSEEK, &[], s)),
     reasoning: THINK,
     end_tokens: &["<｜end▁of▁sentence｜>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, write a <｜DSML｜function_calls> block with one <｜DSML｜invoke name=\"NAME\"> per call and one <｜DSML｜parameter name=\"ARG\" string=\"true|false\"> per argument (string=\"true\" for text, else a JSON value)",
     result,

@@ -13,6 +13,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(GEMMA, &[], s)),
     reasoning: &[],
     end_tokens: &["<end_of_turn>", "<eos>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, write the Python call with keyword arguments in a ```tool_code block",
     result,

@@ -15,6 +15,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(GLM, &["</tool_call>"], s).with_verbatim_values()),
     reasoning: THINK,
     end_tokens: &["<|observation|>", "<|user|>", "<|endoftext|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, write <tool_call> with the function name, then one <arg_key>NAME</arg_key><arg_value>VALUE</arg_value> pair per argument, then </tool_call>",
     result: tool_response_result,

@@ -13,6 +13,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(GRANITE, HIDDEN, s)),
     reasoning: THINK,
     end_tokens: &["<|end_of_text|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call tools, write <|tool_call|> followed by a JSON list of calls",
     // Granite's tool role takes the bare content.

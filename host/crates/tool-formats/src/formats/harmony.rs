@@ -15,6 +15,7 @@ pub(crate) static FORMAT: Format = Format {
     reasoning: &[],
     // The channel state machine reads its own end tokens.
     end_tokens: &[],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, send a commentary message to=functions.NAME with JSON arguments",
     result,

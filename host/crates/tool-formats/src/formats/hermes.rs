@@ -16,6 +16,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(HERMES, &["</tool_call>"], s)),
     reasoning: THINK,
     end_tokens: &["<|im_end|>", "<|endoftext|>", "<|eot_id|>"],
+    reasoning_ends: &[],
     example,
     instructions: "For each function call, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags",
     result: tool_response_result,

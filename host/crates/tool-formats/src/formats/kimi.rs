@@ -15,6 +15,8 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(KIMI, HIDDEN, s)),
     reasoning: THINK,
     end_tokens: &["<|im_end|>"],
+    // K2-Thinking may start its calls without closing its reasoning.
+    reasoning_ends: &["<|tool_calls_section_begin|>"],
     example,
     instructions: "To call a function, write <|tool_calls_section_begin|>, then for each call <|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|> followed by the JSON arguments and <|tool_call_end|>, then <|tool_calls_section_end|>",
     result,

@@ -15,6 +15,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(LFM2, &[END], s)),
     reasoning: THINK,
     end_tokens: &["<|im_end|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call functions, write <|tool_call_start|> followed by a Python list of calls with keyword arguments and <|tool_call_end|>",
     result,

@@ -15,6 +15,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(MISTRAL, &[], s)),
     reasoning: &[("[THINK]", "[/THINK]"), ("<think>", "</think>")],
     end_tokens: &["</s>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call tools, write [TOOL_CALLS] followed by a JSON list of calls",
     result,

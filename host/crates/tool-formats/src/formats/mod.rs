@@ -45,6 +45,9 @@ pub(crate) struct Format {
     /// The family's own end-of-turn tokens: dropped at the very end of a response (a runtime
     /// that does not strip stop tokens leaves them there).
     pub end_tokens: &'static [&'static str],
+    /// Markers that also end the reasoning block without closing it (the model starts its
+    /// calls straight from its reasoning); they stay in the answer.
+    pub reasoning_ends: &'static [&'static str],
     /// An exact call of `name` with `args`.
     pub example: fn(name: &str, args: &Map<String, Value>) -> String,
     /// How to call, completed by ", exactly like this:" and the example.

@@ -13,6 +13,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(PHI4, &[TAG_END], s)),
     reasoning: &[],
     end_tokens: &["<|end|>", "<|endoftext|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call functions, write functools followed by a JSON list of calls",
     result: bare_result,

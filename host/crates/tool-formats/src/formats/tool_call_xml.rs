@@ -14,6 +14,7 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(MarkerDetector::new(TOOL_CALL_XML, &[], s).with_entities()),
     reasoning: THINK,
     end_tokens: &[],
+    reasoning_ends: &[],
     example,
     instructions: "To call a tool, write a <tool_call name=\"…\"> element with one <argument name=\"…\"> element per argument",
     result,
