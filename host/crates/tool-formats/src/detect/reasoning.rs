@@ -113,26 +113,32 @@ impl Splitter {
                         self.state = State::Reasoning { pair, lead: false };
                     }
                     let close = self.pairs[pair].1;
-                    let closers: Vec<&str> = std::iter::once(close)
-                        .chain(self.ends.iter().copied())
-                        .collect();
-                    if let Some((p, i)) = find_first(&self.buf, &closers) {
+                    if let Some(p) = self.buf.find(close) {
                         push_reasoning(out, self.buf[..p].trim_end());
-                        // The close marker goes; an implicit end starts the answer.
-                        let cut = if i == 0 { p + close.len() } else { p };
-                        self.buf.drain(..cut);
+                        self.buf.drain(..p + close.len());
                         self.state = State::AfterReasoning;
                         continue;
                     }
+                    // An implicit end (calls started from the reasoning) counts only if the
+                    // block never closes: a close marker after it makes it part of the
+                    // reasoning (as vLLM's Qwen3 and Kimi K2 parsers read a whole response).
+                    let implicit = find_first(&self.buf, self.ends).map(|(p, _)| p);
                     if eof {
-                        // Cut off while reasoning: all of it was reasoning.
-                        push_reasoning(out, self.buf.trim_end());
+                        // Cut off while reasoning: all of it was reasoning, up to the calls.
+                        let p = implicit.unwrap_or(self.buf.len());
+                        push_reasoning(out, self.buf[..p].trim_end());
+                        answer.push_str(&self.buf[p..]);
                         self.buf.clear();
                         return;
                     }
-                    // Hold what could become the close marker, and trailing whitespace (the
-                    // block's last whitespace is not part of the reasoning).
-                    let marker = self.buf.len() - held_suffix(&self.buf, &closers);
+                    // Hold from an implicit end on, else what could become the close marker
+                    // or an implicit end, and trailing whitespace (the block's last whitespace
+                    // is not part of the reasoning).
+                    let marker = implicit.unwrap_or_else(|| {
+                        let mut markers = vec![close];
+                        markers.extend_from_slice(self.ends);
+                        self.buf.len() - held_suffix(&self.buf, &markers)
+                    });
                     let emit = self.buf[..marker].trim_end().len();
                     push_reasoning(out, &self.buf[..emit]);
                     self.buf.drain(..emit);
