@@ -112,6 +112,7 @@ impl ReasoningFilter {
     pub fn new(format: ToolFormat, reasoning_open: bool) -> ReasoningFilter {
         ReasoningFilter(detect::reasoning::Splitter::new(
             format.spec().reasoning,
+            format.spec().reasoning_ends,
             reasoning_open && !format.spec().reasoning.is_empty(),
         ))
     }

@@ -109,7 +109,7 @@ fn prompt_styles_render_tools() {
 
     let llama = render_tool_section(PromptStyle::Llama3, &t);
     assert!(
-        llama.contains(r#"{"name": "tool_name", "parameters": {"argument_name":"value"}}"#),
+        llama.contains(r#"{"name": "tool_name", "parameters": {"argument_name": "value"}}"#),
         "{llama}"
     );
 
@@ -124,7 +124,7 @@ fn prompt_styles_render_tools() {
     );
     assert!(
         md.contains(
-            r#"[TOOL_CALL]{"name": "tool_name", "arguments": {"argument_name":"value"}}[END_TOOL_CALL]"#
+            r#"[TOOL_CALL]{"name": "tool_name", "arguments": {"argument_name": "value"}}[END_TOOL_CALL]"#
         ),
         "{md}"
     );

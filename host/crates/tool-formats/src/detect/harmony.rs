@@ -111,6 +111,9 @@ impl HarmonyDetector {
                         let t = self.buf.trim_start();
                         if t.is_empty() || (HEADER_REST.starts_with(t) && !eof) {
                             if eof {
+                                // A response of whitespace only is text, like any leading
+                                // whitespace.
+                                push(&mut out, reasoning, &self.buf);
                                 self.buf.clear();
                             }
                             break;

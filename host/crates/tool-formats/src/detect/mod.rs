@@ -16,6 +16,7 @@ pub(crate) mod bodies;
 pub(crate) mod harmony;
 pub(crate) mod marker;
 pub(crate) mod reasoning;
+pub(crate) mod stop;
 pub(crate) mod whole;
 
 /// What every detector of one session shares: the tools' input schemas (to type arguments the
@@ -30,15 +31,19 @@ pub(crate) fn detector(format: ToolFormat, opts: &DetectorOptions) -> Box<dyn To
     let setup = Setup {
         schemas: Arc::new(opts.schemas.clone()),
     };
-    let inner = (spec.detector)(&setup);
-    if spec.reasoning.is_empty() {
-        return inner;
+    let mut det = (spec.detector)(&setup);
+    if !spec.reasoning.is_empty() {
+        det = Box::new(reasoning::ReasoningSplitter::new(
+            det,
+            spec.reasoning,
+            spec.reasoning_ends,
+            opts.reasoning_open,
+        ));
     }
-    Box::new(reasoning::ReasoningSplitter::new(
-        inner,
-        spec.reasoning,
-        opts.reasoning_open,
-    ))
+    if spec.end_tokens.is_empty() {
+        return det;
+    }
+    Box::new(stop::StopFilter::new(det, spec.end_tokens))
 }
 
 /// Deterministic call ids per detector session; types text-valued arguments.

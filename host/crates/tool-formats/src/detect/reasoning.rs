@@ -7,7 +7,7 @@
 //! marker). An open marker later in the answer is the answer's own text (say, inside an argument
 //! value), so the format's detector sees it untouched.
 
-use crate::scan::held_suffix;
+use crate::scan::{find_first, held_suffix};
 use crate::{DetectorEvent, ToolCallDetector};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,8 @@ enum State {
 /// Splits a response into reasoning events and the answer text.
 pub(crate) struct Splitter {
     pairs: &'static [(&'static str, &'static str)],
+    /// Markers that end the block too but belong to the answer.
+    ends: &'static [&'static str],
     open_in_prompt: bool,
     state: State,
     buf: String,
@@ -34,10 +36,12 @@ pub(crate) struct Splitter {
 impl Splitter {
     pub(crate) fn new(
         pairs: &'static [(&'static str, &'static str)],
+        ends: &'static [&'static str],
         open_in_prompt: bool,
     ) -> Self {
         Splitter {
             pairs,
+            ends,
             open_in_prompt,
             state: Self::first_state(open_in_prompt),
             buf: String::new(),
@@ -115,15 +119,26 @@ impl Splitter {
                         self.state = State::AfterReasoning;
                         continue;
                     }
+                    // An implicit end (calls started from the reasoning) counts only if the
+                    // block never closes: a close marker after it makes it part of the
+                    // reasoning (as vLLM's Qwen3 and Kimi K2 parsers read a whole response).
+                    let implicit = find_first(&self.buf, self.ends).map(|(p, _)| p);
                     if eof {
-                        // Cut off while reasoning: all of it was reasoning.
-                        push_reasoning(out, self.buf.trim_end());
+                        // Cut off while reasoning: all of it was reasoning, up to the calls.
+                        let p = implicit.unwrap_or(self.buf.len());
+                        push_reasoning(out, self.buf[..p].trim_end());
+                        answer.push_str(&self.buf[p..]);
                         self.buf.clear();
                         return;
                     }
-                    // Hold what could become the close marker, and trailing whitespace (the
-                    // block's last whitespace is not part of the reasoning).
-                    let marker = self.buf.len() - held_suffix(&self.buf, &[close]);
+                    // Hold from an implicit end on, else what could become the close marker
+                    // or an implicit end, and trailing whitespace (the block's last whitespace
+                    // is not part of the reasoning).
+                    let marker = implicit.unwrap_or_else(|| {
+                        let mut markers = vec![close];
+                        markers.extend_from_slice(self.ends);
+                        self.buf.len() - held_suffix(&self.buf, &markers)
+                    });
                     let emit = self.buf[..marker].trim_end().len();
                     push_reasoning(out, &self.buf[..emit]);
                     self.buf.drain(..emit);
@@ -163,11 +178,12 @@ impl ReasoningSplitter {
     pub(crate) fn new(
         inner: Box<dyn ToolCallDetector>,
         pairs: &'static [(&'static str, &'static str)],
+        ends: &'static [&'static str],
         open_in_prompt: bool,
     ) -> Self {
         ReasoningSplitter {
             inner,
-            split: Splitter::new(pairs, open_in_prompt),
+            split: Splitter::new(pairs, ends, open_in_prompt),
         }
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::deepseek_dsml::DSML_BLOCKS;
 use super::grammar::{Rules, args_schema, call_list, json_expr, lit};
-use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
 use crate::detect::bodies::strip_fence;
@@ -19,6 +19,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "deepseek",
     detector: |s| Box::new(MarkerDetector::new(DEEPSEEK, DEEPSEEK_HIDDEN, s)),
     reasoning: THINK,
+    end_tokens: &["<｜end▁of▁sentence｜>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, use the tool-call markers with the arguments as a JSON block",
     result,
@@ -37,7 +39,7 @@ pub(crate) static FORMAT: Format = Format {
 };
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
-    let args = Value::Object(args.clone());
+    let args = tojson(&Value::Object(args.clone()));
     format!(
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{args}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
     )
@@ -138,6 +140,27 @@ fn deepseek_single(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
 /// DeepSeek's call tokens are special tokens: never text, even out of place.
 pub(crate) static DEEPSEEK_HIDDEN: &[&str] = &[DS_CALLS_END, DS_CALL_END, DS_SEP];
 
+/// The markers spelt with `_` instead of `▁`, as R1 distills (and converted tokenizers) also
+/// write them: `(variant, canonical)`.
+const DS_UNDERSCORE: [(&str, &str); 5] = [
+    ("<｜tool_calls_begin｜>", DS_CALLS_BEGIN),
+    ("<｜tool_calls_end｜>", DS_CALLS_END),
+    ("<｜tool_call_begin｜>", DS_CALL_BEGIN),
+    ("<｜tool_call_end｜>", DS_CALL_END),
+    ("<｜tool_sep｜>", DS_SEP),
+];
+
+/// `inner` with the underscore markers in their canonical spelling.
+fn canonical(inner: &str) -> String {
+    DS_UNDERSCORE
+        .iter()
+        .fold(inner.to_string(), |s, (v, c)| s.replace(v, c))
+}
+
+fn deepseek_calls_underscore(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    deepseek_calls(raw, &canonical(inner), terminated)
+}
+
 pub(crate) static DEEPSEEK: &[Block] = &[
     DSML_BLOCKS[0],
     DSML_BLOCKS[1],
@@ -158,6 +181,14 @@ pub(crate) static DEEPSEEK: &[Block] = &[
             closers: ">",
         },
         parse: deepseek_single,
+    },
+    Block {
+        start: DS_UNDERSCORE[0].0,
+        end: End::Finder {
+            find: |b| unquoted_end(b, DS_UNDERSCORE[1].0),
+            closers: ">",
+        },
+        parse: deepseek_calls_underscore,
     },
 ];
 

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
-use super::{Format, Grammar, Hints, LarkShape, THINK};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
 use crate::detect::bodies::{legal_close, marker_after};
@@ -16,9 +16,11 @@ pub(crate) static FORMAT: Format = Format {
     name: "deepseek-dsml",
     detector: |s| Box::new(MarkerDetector::new(super::deepseek::DEEPSEEK, &[], s)),
     reasoning: THINK,
+    end_tokens: &["<｜end▁of▁sentence｜>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, write a <｜DSML｜function_calls> block with one <｜DSML｜invoke name=\"NAME\"> per call and one <｜DSML｜parameter name=\"ARG\" string=\"true|false\"> per argument (string=\"true\" for text, else a JSON value)",
-    result: super::deepseek::result,
+    result,
     grammar: Some(Grammar::Lark(LarkShape {
         calls: grammar,
         answer_excludes: "<",
@@ -42,12 +44,23 @@ const INVOKE_END: &str = "</｜DSML｜invoke>";
 const PARAM: &str = "<｜DSML｜parameter";
 const PARAM_END: &str = "</｜DSML｜parameter>";
 
+/// V3.2's template puts results in a `<function_results>` block (one `<result>` per call).
+fn result(r: &ResultTurn) -> String {
+    format!(
+        "<function_results>\n<result>{}</result>\n</function_results>",
+        r.body
+    )
+}
+
 fn example(name: &str, args: &Map<String, Value>) -> String {
     let params: String = args
         .iter()
         .map(|(k, v)| match v {
             Value::String(s) => format!("{PARAM} name=\"{k}\" string=\"true\">{s}{PARAM_END}\n"),
-            other => format!("{PARAM} name=\"{k}\" string=\"false\">{other}{PARAM_END}\n"),
+            other => format!(
+                "{PARAM} name=\"{k}\" string=\"false\">{}{PARAM_END}\n",
+                tojson(other)
+            ),
         })
         .collect();
     format!("{CALLS_V32}\n{INVOKE} name=\"{name}\">\n{params}{INVOKE_END}\n{CALLS_V32_END}")

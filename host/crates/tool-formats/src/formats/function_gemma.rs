@@ -15,6 +15,9 @@ pub(crate) static FORMAT: Format = Format {
     name: "function-gemma",
     detector: |s| Box::new(MarkerDetector::new(BLOCKS, &[END], s)),
     reasoning: &[],
+    // After a call the model goes on with the token its template puts next: the response.
+    end_tokens: &["<end_of_turn>", "<eos>", "<start_function_response>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, write <start_function_call>call:NAME{argument:value,…}<end_function_call> with text values between <escape> tokens",
     result,

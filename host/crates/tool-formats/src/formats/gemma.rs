@@ -14,6 +14,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "gemma",
     detector: |s| Box::new(MarkerDetector::new(GEMMA, &[], s)),
     reasoning: &[],
+    end_tokens: &["<end_of_turn>", "<eos>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, write the Python call with keyword arguments in a ```tool_code block",
     result,

@@ -15,6 +15,9 @@ pub(crate) static FORMAT: Format = Format {
     name: "gemma4",
     detector: |s| Box::new(MarkerDetector::new(GEMMA4, &["<tool_call|>"], s)),
     reasoning: &[("<|channel>thought", "<channel|>")],
+    // After a call the model goes on with the token its template puts next: the response.
+    end_tokens: &["<turn|>", "<eos>", "<|tool_response>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, write <|tool_call>call:NAME{argument:value,…}<tool_call|> with text values between <|\"|> tokens",
     result,

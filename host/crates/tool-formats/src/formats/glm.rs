@@ -10,12 +10,14 @@ use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
 use crate::detect::bodies::{json_calls, json_or_marker_end, legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
-use crate::parse::Parsed;
+use crate::parse::{Parsed, call_with_json_args};
 
 pub(crate) static FORMAT: Format = Format {
     name: "glm",
     detector: |s| Box::new(MarkerDetector::new(GLM, &["</tool_call>"], s).with_verbatim_values()),
     reasoning: THINK,
+    end_tokens: &["<|observation|>", "<|user|>", "<|endoftext|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, write <tool_call> with the function name, then one <arg_key>NAME</arg_key><arg_value>VALUE</arg_value> pair per argument, then </tool_call>",
     result: tool_response_result,
@@ -73,6 +75,14 @@ fn glm_call(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
         Some(p) => (t[..p].trim(), &t[p..]),
         None => (t, ""),
     };
+    // GLM-4 (0414) writes the name and then the arguments as JSON on the next line.
+    if rest.is_empty()
+        && let Some(p) = name.find('{')
+        && !name[..p].trim().is_empty()
+        && !name[..p].trim().contains(char::is_whitespace)
+    {
+        return vec![call_with_json_args(raw, name[..p].trim(), &name[p..], None)];
+    }
     if name.is_empty() || name.contains(['<', '>', '\n']) {
         return vec![Parsed::bad(raw, format!("invalid function name `{name}`"))];
     }

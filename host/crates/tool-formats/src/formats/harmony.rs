@@ -15,6 +15,9 @@ pub(crate) static FORMAT: Format = Format {
     detector: |s| Box::new(HarmonyDetector::new(s)),
     // Reasoning is the analysis channel, read by the detector itself.
     reasoning: &[],
+    // The channel state machine reads its own end tokens.
+    end_tokens: &[],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, send a commentary message to=functions.NAME with JSON arguments",
     result,

@@ -15,6 +15,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "hermes",
     detector: |s| Box::new(MarkerDetector::new(HERMES, &["</tool_call>"], s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>", "<|endoftext|>", "<|eot_id|>"],
+    reasoning_ends: &[],
     example,
     instructions: "For each function call, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags",
     result: tool_response_result,
@@ -67,15 +69,14 @@ fn hermes_end(body: &str) -> Option<(usize, usize)> {
     json_or_marker_end(body, &["</tool_call>"])
 }
 
-pub(crate) static HERMES: &[Block] = &[
-    Block {
-        start: "<tool_call>",
-        end: End::Finder {
-            find: hermes_end,
-            closers: "",
-        },
-        parse: hermes_body,
+/// `<tool_call>{…}</tool_call>` (also used by formats whose newer models switched to it).
+pub(crate) const TOOL_CALL_BLOCK: Block = Block {
+    start: "<tool_call>",
+    end: End::Finder {
+        find: hermes_end,
+        closers: "",
     },
-    FUNCTION_TAGS[0],
-    FUNCTION_TAGS[1],
-];
+    parse: hermes_body,
+};
+
+pub(crate) static HERMES: &[Block] = &[TOOL_CALL_BLOCK, FUNCTION_TAGS[0], FUNCTION_TAGS[1]];

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::grammar::{Rules, args_schema, call_list, json_expr, lit};
-use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
 use crate::detect::marker::{Block, End, MarkerDetector};
@@ -16,6 +16,9 @@ pub(crate) static FORMAT: Format = Format {
     name: "kimi-k2",
     detector: |s| Box::new(MarkerDetector::new(KIMI, HIDDEN, s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>"],
+    // K2-Thinking may start its calls without closing its reasoning.
+    reasoning_ends: &["<|tool_calls_section_begin|>"],
     example,
     instructions: "To call a function, write <|tool_calls_section_begin|>, then for each call <|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|> followed by the JSON arguments and <|tool_call_end|>, then <|tool_calls_section_end|>",
     result,
@@ -46,7 +49,7 @@ const CALL_END: &str = "<|tool_call_end|>";
 const HIDDEN: &[&str] = &[SECTION_END, SECTION_END_ALT];
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
-    let args = Value::Object(args.clone());
+    let args = tojson(&Value::Object(args.clone()));
     format!("{SECTION}{CALL}functions.{name}:0{ARGS}{args}{CALL_END}{SECTION_END}")
 }
 

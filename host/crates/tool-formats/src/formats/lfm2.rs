@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::grammar::{Literals, PYTHON, Rules, Values, args_schema, call_list, lit};
-use super::{Format, Grammar, Hints, LarkShape, THINK, bare_result, py_call};
+use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, py_call};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
 use crate::detect::bodies::{json_calls, lead_ws, py_tag_body};
@@ -16,9 +16,11 @@ pub(crate) static FORMAT: Format = Format {
     name: "lfm2",
     detector: |s| Box::new(MarkerDetector::new(LFM2, &[END], s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call functions, write <|tool_call_start|> followed by a Python list of calls with keyword arguments and <|tool_call_end|>",
-    result: bare_result,
+    result,
     grammar: Some(Grammar::Lark(LarkShape {
         calls: grammar,
         answer_excludes: "<",
@@ -35,6 +37,11 @@ pub(crate) static FORMAT: Format = Format {
 
 const START: &str = "<|tool_call_start|>";
 const END: &str = "<|tool_call_end|>";
+
+/// LFM2's templates wrap the tool turn's content in its response tokens.
+fn result(r: &ResultTurn) -> String {
+    format!("<|tool_response_start|>{}<|tool_response_end|>", r.body)
+}
 
 fn example(name: &str, args: &Map<String, Value>) -> String {
     format!("{START}[{}]{END}", py_call(name, args))

@@ -17,6 +17,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "llama3",
     detector: |s| Box::new(WholeDetector::new(&LLAMA3, s)),
     reasoning: &[],
+    end_tokens: &["<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call a function, respond only with a JSON object {\"name\": function name, \"parameters\": dictionary of argument name and its value}. Do not use variables",
     // Llama 3 takes the bare content in its ipython role.

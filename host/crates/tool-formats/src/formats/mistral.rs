@@ -14,6 +14,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "mistral",
     detector: |s| Box::new(MarkerDetector::new(MISTRAL, &[], s)),
     reasoning: &[("[THINK]", "[/THINK]"), ("<think>", "</think>")],
+    end_tokens: &["</s>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call tools, write [TOOL_CALLS] followed by a JSON list of calls",
     result,
@@ -42,10 +44,12 @@ fn example(name: &str, args: &Map<String, Value>) -> String {
     format!("[TOOL_CALLS][{}]", json_call(name, args, "arguments"))
 }
 
+/// As Mistral's templates for the JSON-list call form write it: the content first, then the id.
 fn result(r: &ResultTurn) -> String {
     format!(
-        "[TOOL_RESULTS]{}[/TOOL_RESULTS]",
-        json!({"call_id": r.id, "content": r.body})
+        "[TOOL_RESULTS] {{\"content\": {}, \"call_id\": {}}}[/TOOL_RESULTS]",
+        json!(r.body),
+        json!(r.id)
     )
 }
 

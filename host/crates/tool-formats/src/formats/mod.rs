@@ -43,6 +43,12 @@ pub(crate) struct Format {
     pub detector: fn(&Setup) -> Box<dyn ToolCallDetector>,
     /// Reasoning blocks `(open, close)` the family writes at the start of a response.
     pub reasoning: &'static [(&'static str, &'static str)],
+    /// The family's own end-of-turn tokens: dropped at the very end of a response (a runtime
+    /// that does not strip stop tokens leaves them there).
+    pub end_tokens: &'static [&'static str],
+    /// Markers that also end the reasoning block without closing it (the model starts its
+    /// calls straight from its reasoning); they stay in the answer.
+    pub reasoning_ends: &'static [&'static str],
     /// An exact call of `name` with `args`.
     pub example: fn(name: &str, args: &Map<String, Value>) -> String,
     /// How to call, completed by ", exactly like this:" and the example.
@@ -125,8 +131,24 @@ pub(crate) const THINK: &[(&str, &str)] = &[("<think>", "</think>")];
 /// write it (serde_json would sort the keys).
 pub(crate) fn json_call(name: &str, args: &Map<String, Value>, args_key: &str) -> String {
     let quoted = Value::String(name.to_string());
-    let args = Value::Object(args.clone());
+    let args = tojson(&Value::Object(args.clone()));
     format!("{{\"name\": {quoted}, \"{args_key}\": {args}}}")
+}
+
+/// JSON as the chat templates' `tojson` writes it (Python's `json.dumps` with `ensure_ascii`
+/// off): `", "` between items and `": "` after keys, which is what the models were trained on.
+pub(crate) fn tojson(v: &Value) -> String {
+    match v {
+        Value::Array(a) => format!("[{}]", a.iter().map(tojson).collect::<Vec<_>>().join(", ")),
+        Value::Object(o) => format!(
+            "{{{}}}",
+            o.iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), tojson(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// A Python literal of a JSON value.
@@ -163,7 +185,7 @@ pub(crate) fn py_call(name: &str, args: &Map<String, Value>) -> String {
 pub(crate) fn xml_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        other => other.to_string(),
+        other => tojson(other),
     }
 }
 

@@ -12,6 +12,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "plain-json",
     detector: |s| Box::new(WholeDetector::new(&PLAIN_JSON, s)),
     reasoning: THINK,
+    end_tokens: &[],
+    reasoning_ends: &[],
     example,
     instructions: "To call a tool, respond only with a JSON object {\"name\": tool name, \"arguments\": object}, or a JSON list of them",
     result,

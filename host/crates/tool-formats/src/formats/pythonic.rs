@@ -16,6 +16,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "pythonic",
     detector: |s| Box::new(WholeDetector::new(&PYTHONIC, s)),
     reasoning: &[],
+    end_tokens: &["<|eot_id|>", "<|eom_id|>", "<|eot|>", "<|eom|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call functions, respond only with a Python list of calls with keyword arguments: [func_name1(param=value), func_name2(param=value)]",
     result: bare_result,

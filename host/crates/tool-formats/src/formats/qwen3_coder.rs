@@ -15,6 +15,9 @@ pub(crate) static FORMAT: Format = Format {
     name: "qwen3-coder",
     detector: |s| Box::new(MarkerDetector::new(QWEN3_CODER, &["</tool_call>"], s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>", "<|endoftext|>"],
+    // Qwen3.5 may start its calls inside its reasoning, without closing it.
+    reasoning_ends: &["<tool_call>\n<function=", "<tool_call><function="],
     example,
     instructions: "To call a function, write <tool_call><function=NAME> with one <parameter=NAME> element per argument",
     result: tool_response_result,

@@ -13,6 +13,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "smollm3",
     detector: |s| Box::new(MarkerDetector::new(SMOLLM3, &["</tool_call>"], s)),
     reasoning: THINK,
+    end_tokens: &["<|im_end|>"],
+    reasoning_ends: &[],
     example,
     instructions: "For each function call, return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags",
     result: tool_response_result,

@@ -18,6 +18,8 @@ pub(crate) static FORMAT: Format = Format {
         ))
     },
     reasoning: THINK,
+    end_tokens: &[],
+    reasoning_ends: &[],
     example,
     instructions: "To call a tool, write a JSON object with the tool name and its arguments between [TOOL_CALL] and [END_TOOL_CALL]",
     result,

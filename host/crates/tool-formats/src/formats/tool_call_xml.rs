@@ -15,6 +15,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "tool-call-xml",
     detector: |s| Box::new(MarkerDetector::new(TOOL_CALL_XML, &[], s).with_entities()),
     reasoning: THINK,
+    end_tokens: &[],
+    reasoning_ends: &[],
     example,
     instructions: "To call a tool, write a <tool_call name=\"…\"> element with one <argument name=\"…\"> element per argument",
     result,

@@ -12,6 +12,8 @@ pub(crate) static FORMAT: Format = Format {
     name: "xlam",
     detector: |s| Box::new(WholeDetector::new(&PLAIN_JSON, s)),
     reasoning: THINK,
+    end_tokens: &["<|eot_id|>", "<|im_end|>"],
+    reasoning_ends: &[],
     example,
     instructions: "To call tools, respond only with a JSON list of calls [{\"name\": tool name, \"arguments\": object}]",
     result: bare_result,
