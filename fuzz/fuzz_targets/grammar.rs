@@ -1,14 +1,14 @@
 //! The grammar and schema generator on any JSON schema: a tools list whose `inputSchema` is the
 //! fuzzed JSON value (and the raw text as a tools list). For every format and grammar mode it
-//! must not panic, and every grammar must be well formed: one `name ::= body` rule per line,
-//! a `root` rule, and every rule it references defined.
+//! must not panic (GBNF and llguidance grammars alike), and every GBNF grammar must be well
+//! formed: one `name ::= body` rule per line, a `root` rule, and every rule it references defined.
 #![no_main]
 use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
 use rkmcp_tool_formats::ToolFormat;
 use rkmcp_tool_formats::convert::{
-    GrammarMode, convert_tools, gbnf_grammar_with, parse_tools_json,
+    GrammarMode, convert_tools, gbnf_grammar_with, lark_grammar_with, parse_tools_json,
 };
 
 /// Rule names defined and referenced in a GBNF text (references outside literals and classes).
@@ -105,6 +105,9 @@ fuzz_target!(|data: &[u8]| {
                         panic!("{format} {mode:?}: {e}\n{g}");
                     }
                 }
+                // The llguidance grammars (every format has one): built without panicking on
+                // any schema; whether llguidance compiles them is the crate's own test.
+                let _ = lark_grammar_with(format, &tools, mode);
             }
         }
     }

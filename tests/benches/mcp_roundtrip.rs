@@ -11,12 +11,15 @@
 //! its tools are back, against the same server's own cold start (spawn, initialize, list), as a
 //! ratio (target: under 2x).
 //!
-//! Gateway: the same rmcp client calling the fixture's `echo` directly and through `rkmcp serve`
-//! (stdio both ways, the gateway in front of the same fixture), p50 and p99 and 8 calls in flight,
-//! as ratios (target: at most 1.3x direct at p50).
+//! Gateway: the same rmcp client calling `echo` directly and through `rkmcp serve` (stdio both
+//! ways, the gateway in front of the same server), p50 and p99 and 8 calls in flight, as ratios
+//! (target: at most 1.3x direct at p50), against the fixture (the worst case: the server costs
+//! nothing) and server-everything.
 //!
 //! Run: `cargo bench -p rkmcp-tests --bench mcp_roundtrip` (after scripts/setup).
-//! Env: BENCH_CALLS (default 2000), BENCH_FLAVOR=current|multi|both (default both).
+//! Env: BENCH_CALLS (default 2000), BENCH_FLAVOR=current|multi|both (default both),
+//! BENCH_ONLY=gateway (only the `rkmcp serve` section), BENCH_GATEWAY_BASELINE=PATH (another
+//! rkmcp binary, measured in the same run for before/after ratios).
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -323,6 +326,18 @@ async fn run(calls: usize, flavor: &str) -> anyhow::Result<()> {
     } else {
         println!("(server-everything not installed: run scripts/setup to include it)");
     }
+    if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "gateway") {
+        println!("\n# rkmcp serve only, {flavor}-thread tokio runtime (client side)");
+        for t in &targets {
+            let n = if t.label == "fixture" {
+                calls
+            } else {
+                calls / 4
+            };
+            gateway_latency(t, n).await?;
+        }
+        return Ok(());
+    }
     println!(
         "\n# tools/call round trips over stdio, {calls} sequential calls, {flavor}-thread tokio runtime"
     );
@@ -379,53 +394,94 @@ async fn run(calls: usize, flavor: &str) -> anyhow::Result<()> {
         k8 / r8
     );
     protocol_versions(t, calls).await?;
-    gateway_latency(t, calls).await
+    for t in &targets {
+        let n = if t.label == "fixture" {
+            calls
+        } else {
+            calls / 4
+        };
+        gateway_latency(t, n).await?;
+    }
+    Ok(())
 }
 
-/// tools/call through `rkmcp serve` vs the same call direct, same client, same fixture server,
-/// interleaved so machine drift hits both alike.
-async fn gateway_latency(t: &Target, calls: usize) -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
+/// `rkmcp serve` (the binary `bin`) in front of `t` alone, as a target an rmcp client spawns.
+fn gateway_target(t: &Target, bin: &Path, dir: &Path) -> anyhow::Result<Target> {
     let args: Vec<String> = t.args.iter().map(|a| rkmcp_tests::toml_str(a)).collect();
     let toml = format!(
         "[[servers]]\nname = \"fx\"\ncommand = {}\nargs = [{}]\nprefix = \"\"\nprotocol = \"2025-11-25\"\n\n[chat.approval]\nauto_approve = [\"fx/*\"]\n",
         rkmcp_tests::toml_str(&t.program),
         args.join(", ")
     );
-    let path = dir.path().join("rkmcp.toml");
+    let path = dir.join("rkmcp.toml");
     std::fs::write(&path, toml)?;
-    let home = dir.path().display().to_string();
-    let gateway = Target {
+    let home = dir.display().to_string();
+    Ok(Target {
         label: "gateway",
         program: "env".into(),
         args: vec![
             format!("XDG_CONFIG_HOME={home}/config"),
             format!("XDG_STATE_HOME={home}/state"),
             format!("XDG_CACHE_HOME={home}/cache"),
-            rkmcp_tests::rkmcp().display().to_string(),
+            bin.display().to_string(),
             "--config".into(),
             path.display().to_string(),
             "serve".into(),
             "--no-local-model".into(),
         ],
         tool: t.tool,
+    })
+}
+
+/// tools/call through `rkmcp serve` vs the same call direct, same client, same server,
+/// interleaved so machine drift hits both alike. With `BENCH_GATEWAY_BASELINE=PATH` (another
+/// build of rkmcp), that binary is measured in the same run too, for before/after ratios.
+async fn gateway_latency(t: &Target, calls: usize) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut gateways = vec![(
+        "gateway",
+        gateway_target(t, &rkmcp_tests::rkmcp(), dir.path())?,
+    )];
+    let base_dir = tempfile::tempdir()?;
+    if let Ok(baseline) = std::env::var("BENCH_GATEWAY_BASELINE") {
+        gateways.push((
+            "baseline",
+            gateway_target(t, Path::new(&baseline), base_dir.path())?,
+        ));
+    }
+    let rounds = 2;
+    let n = calls / rounds;
+    let mut direct = Vec::new();
+    let mut through: Vec<Vec<Stats>> = gateways.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        direct.push(rmcp_direct(t, n, 1).await?.0);
+        for (i, (_, g)) in gateways.iter().enumerate() {
+            through[i].push(rmcp_direct(g, n, 1).await?.0);
+        }
+    }
+    let mean = |v: &[Stats]| Stats {
+        p50: v.iter().map(|s| s.p50).sum::<f64>() / v.len() as f64,
+        p99: v.iter().map(|s| s.p99).sum::<f64>() / v.len() as f64,
     };
-    let (d1, _) = rmcp_direct(t, calls / 2, 1).await?;
-    let (g1, _) = rmcp_direct(&gateway, calls / 2, 1).await?;
-    let (d2, _) = rmcp_direct(t, calls / 2, 1).await?;
-    let (g2, _) = rmcp_direct(&gateway, calls / 2, 1).await?;
-    let (dp50, dp99) = ((d1.p50 + d2.p50) / 2.0, (d1.p99 + d2.p99) / 2.0);
-    let (gp50, gp99) = ((g1.p50 + g2.p50) / 2.0, (g1.p99 + g2.p99) / 2.0);
+    let d = mean(&direct);
     let (_, d8) = rmcp_direct(t, calls, 8).await?;
-    let (_, g8) = rmcp_direct(&gateway, calls, 8).await?;
     println!(
-        "\n## rkmcp serve (fixture echo over stdio, rmcp client): direct p50 {dp50:.1}µs p99 {dp99:.1}µs, \
-         through the gateway p50 {gp50:.1}µs p99 {gp99:.1}µs; gateway/direct p50 {:.2}x (target <= 1.3x), \
-         p99 {:.2}x; 8 in flight: direct {d8:.0} calls/s, gateway {g8:.0} calls/s ({:.2}x)",
-        gp50 / dp50,
-        gp99 / dp99,
-        g8 / d8
+        "\n## rkmcp serve ({} echo over stdio, rmcp client): direct p50 {:.1}µs p99 {:.1}µs, 8 in flight {d8:.0} calls/s",
+        t.label, d.p50, d.p99
     );
+    for (i, (label, g)) in gateways.iter().enumerate() {
+        let s = mean(&through[i]);
+        let (_, g8) = rmcp_direct(g, calls, 8).await?;
+        println!(
+            "  {label:<9} p50 {:.1}µs p99 {:.1}µs; /direct p50 {:.2}x (target <= 1.3x), p99 {:.2}x; \
+             8 in flight {g8:.0} calls/s ({:.2}x direct)",
+            s.p50,
+            s.p99,
+            s.p50 / d.p50,
+            s.p99 / d.p99,
+            g8 / d8
+        );
+    }
     Ok(())
 }
 
@@ -542,6 +598,9 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?;
         rt.block_on(run(calls, "multi"))?;
+        if std::env::var("BENCH_ONLY").is_ok_and(|v| v == "gateway") {
+            return Ok(());
+        }
         rt.block_on(crash_recovery(5))?;
         let deps = rkmcp_tests::deps();
         let nm = deps.join("node/node_modules/@modelcontextprotocol");

@@ -353,6 +353,56 @@ fn python_client_approves_through_elicitation_and_gets_the_servers_requests() {
 }
 
 #[test]
+fn a_clients_roots_reach_the_servers_behind_only_inside_the_configured_roots() {
+    let home = tempfile::tempdir().unwrap();
+    let allowed = home.path().join("allowed");
+    let project = allowed.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let (node, args) = filesystem_cmd();
+    let config = write(
+        home.path(),
+        "rkmcp.toml",
+        &format!(
+            "[roots]\npaths = [{}]\n{}\n[chat.approval]\nauto_approve = [\"fs/*\"]\n",
+            toml_str(&allowed.display().to_string()),
+            stdio_entry("fs", &node, &args, "")
+        ),
+    )
+    .display()
+    .to_string();
+    let project_real = std::fs::canonicalize(&project)
+        .unwrap()
+        .display()
+        .to_string();
+    let allowed_real = std::fs::canonicalize(&allowed)
+        .unwrap()
+        .display()
+        .to_string();
+    let outside_real = std::fs::canonicalize(outside.path())
+        .unwrap()
+        .display()
+        .to_string();
+    // The client narrows to the project and tries to widen to a folder outside.
+    let plan = json!({
+        "mode": "legacy",
+        "env": isolated_env(home.path()),
+        "roots": [project.display().to_string(), outside.path().display().to_string()],
+        "calls": [{"name": "fs__list_allowed_directories", "until": project_real}],
+    });
+    let out = python_client(&plan, &stdio_target(&config, &["--no-local-model"]));
+    let listed = call_result(&out, "fs__list_allowed_directories")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let dirs: Vec<&str> = listed.lines().map(str::trim).collect();
+    assert!(dirs.contains(&project_real.as_str()), "{listed}");
+    assert!(!dirs.contains(&outside_real.as_str()), "{listed}");
+    // Narrowed: the configured root itself is no longer offered.
+    assert!(!dirs.contains(&allowed_real.as_str()), "{listed}");
+}
+
+#[test]
 fn python_client_that_says_no_gets_the_denial() {
     let home = tempfile::tempdir().unwrap();
     let config = two_servers(home.path(), "");
@@ -374,6 +424,37 @@ fn python_client_that_says_no_gets_the_denial() {
     );
     // Only the approval question was asked: the server never ran.
     assert_eq!(out["elicitations"].as_array().unwrap().len(), 1, "{out:#}");
+}
+
+#[test]
+fn a_client_without_a_back_channel_approves_through_input_required() {
+    let home = tempfile::tempdir().unwrap();
+    let config = two_servers(home.path(), "");
+    for (answer, ran) in [("allow_once", true), ("deny", false)] {
+        // The Python client's default mode speaks 2026-07-28 with the gateway: no requests
+        // from server to client, so the approval question travels as `input_required`.
+        let plan = json!({
+            "mode": "auto",
+            "approve": answer,
+            "env": isolated_env(home.path()),
+            "calls": [{"name": "everything__trigger-elicitation-request", "arguments": {}}],
+        });
+        let out = python_client(&plan, &stdio_target(&config, &["--no-local-model"]));
+        assert_eq!(out["protocol_version"], "2026-07-28", "{out:#}");
+        let asked = out["elicitations"].as_array().unwrap();
+        assert!(
+            !asked.is_empty() && asked[0]["fields"] == json!(["decision"]),
+            "{answer}: the approval question was not asked: {out:#}"
+        );
+        let result = call_result(&out, "everything__trigger-elicitation-request");
+        let text = result["text"].as_str().unwrap_or_default();
+        if ran {
+            assert!(!text.contains("rkmcp denied"), "{answer}: {out:#}");
+        } else {
+            assert_eq!(result["is_error"], true, "{out:#}");
+            assert!(text.contains("denied by the user"), "{out:#}");
+        }
+    }
 }
 
 /// `rkmcp serve --http 127.0.0.1:PORT` running; killed on drop.
@@ -548,6 +629,154 @@ fn http_with_a_bearer_token_refuses_requests_without_it() {
     assert_eq!(status, 401, "{head}");
     let (status, head) = raw_initialize(gw.port, &[("Authorization", "Bearer s3cret-token")]);
     assert_eq!(status, 200, "{head}");
+}
+
+/// One raw HTTP/1.1 request; returns the status, the head and the body.
+fn raw_http(
+    port: u16,
+    request_line: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
+    let mut request = format!(
+        "{request_line} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+fn port_of(url: &str) -> u16 {
+    url.rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches('/').split('/').next())
+        .and_then(|p| p.parse().ok())
+        .expect("a port in the URL")
+}
+
+/// A client-credentials access token of the provider for `resource` (RFC 8707).
+fn provider_token(provider: &str, resource: &str) -> String {
+    let body = format!(
+        "grant_type=client_credentials&client_id=rkmcp-machine-post&client_secret=machine-post-secret&scope=mcp%3Atools&resource={}",
+        resource.replace(':', "%3A").replace('/', "%2F")
+    );
+    let (status, head, body) = raw_http(
+        port_of(provider),
+        "POST /token",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &body,
+    );
+    assert_eq!(status, 200, "{head}\n{body}");
+    let v: Value = serde_json::from_str(body.trim()).expect("a token response");
+    v["access_token"]
+        .as_str()
+        .expect("access_token")
+        .to_string()
+}
+
+#[test]
+fn an_oauth_gateway_takes_only_its_issuers_tokens_issued_for_it() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = rkmcp_tests::remote_peers::oidc_provider(3600, home.path().join("provider.log"));
+    let config = two_servers(
+        home.path(),
+        &format!(
+            "\n[serve.auth]\nissuer = {}\nscopes = [\"mcp:tools\"]\nintrospection_client_id = \"mcp-resource-server\"\nintrospection_client_secret_env = \"RKMCP_TEST_INTROSPECTION\"\n",
+            toml_str(&provider.url)
+        ),
+    );
+    let gw = http_gateway(
+        home.path(),
+        &config,
+        &[("RKMCP_TEST_INTROSPECTION", "resource-server-secret")],
+    );
+
+    // Without a token: 401 naming the Protected Resource Metadata, which names the provider.
+    let (status, head) = raw_initialize(gw.port, &[]);
+    assert_eq!(status, 401, "{head}");
+    let metadata_url = format!(
+        "http://127.0.0.1:{}/.well-known/oauth-protected-resource/mcp",
+        gw.port
+    );
+    assert!(
+        head.contains(&format!("resource_metadata=\"{metadata_url}\"")),
+        "{head}"
+    );
+    let (status, head, body) = raw_http(
+        gw.port,
+        "GET /.well-known/oauth-protected-resource/mcp",
+        &[],
+        "",
+    );
+    assert_eq!(status, 200, "{head}");
+    let metadata: Value = serde_json::from_str(body.trim()).expect("metadata JSON");
+    assert_eq!(metadata["resource"], gw.url.as_str(), "{metadata}");
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!([provider.url]),
+        "{metadata}"
+    );
+
+    // A real token of the provider, but issued for another server: refused, with the reason.
+    let elsewhere = provider_token(&provider.url, "http://127.0.0.1:9/mcp");
+    let (status, head) = raw_initialize(
+        gw.port,
+        &[("Authorization", &format!("Bearer {elsewhere}"))],
+    );
+    assert_eq!(status, 401, "{head}");
+    assert!(head.contains("invalid_token"), "{head}");
+    let (status, head) = raw_initialize(gw.port, &[("Authorization", "Bearer made-up")]);
+    assert_eq!(status, 401, "{head}");
+    // One issued for the gateway: in.
+    let mine = provider_token(&provider.url, &gw.url);
+    let (status, head) = raw_initialize(gw.port, &[("Authorization", &format!("Bearer {mine}"))]);
+    assert_eq!(status, 200, "{head}");
+
+    // rkmcp as the gateway's client finds the provider through the metadata, signs in with the
+    // client credentials grant and calls a tool behind the gateway.
+    let client_home = tempfile::tempdir().unwrap();
+    let client_config = write(
+        client_home.path(),
+        "client.toml",
+        &format!(
+            "[[servers]]\nname = \"gw\"\nurl = {}\nconnect_timeout = \"20s\"\n[servers.auth]\ngrant = \"client_credentials\"\nclient_id = \"rkmcp-machine-basic\"\nclient_secret = \"${{MACHINE_SECRET}}\"\nscopes = [\"mcp:tools\"]\n",
+            toml_str(&gw.url)
+        ),
+    );
+    let out = rkmcp_command(
+        client_home.path(),
+        &[
+            "--config",
+            &client_config.display().to_string(),
+            "tools",
+            "call",
+            "gw/time__get_current_time",
+            "timezone=UTC",
+        ],
+    )
+    .env("MACHINE_SECRET", "machine-basic-secret")
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("UTC"), "{}", stdout(&out));
 }
 
 #[test]

@@ -7,16 +7,22 @@ document with what it saw. As a client it declares elicitation and sampling:
 - an elicitation whose form has a `decision` field is rkmcp asking whether a call may run; it is
   answered with the plan's `approve` (`allow_once`, `allow_session`, `deny`, or `decline`);
 - any other form (a server behind the gateway asking) is accepted with `{"name": "Ada"}`;
-- a sampling request is answered with the text `sampled by the test client`.
+- a sampling request is answered with the text `sampled by the test client`;
+- with `roots` in the plan, it declares roots (those directories) and answers `roots/list`;
+- with `set_level`, it sends `logging/setLevel` first; log messages it gets are in `logs`.
 
 Usage: python serve_client.py PLAN_JSON (--stdio CMD ARG... | --url URL)
-PLAN_JSON: {"mode": "legacy"|"auto", "approve": "...", "calls": [{"name": ..., "arguments": {...}}],
-            "read": ["uri", ...], "prompts": [{"name": ..., "arguments": {...}}]}
+PLAN_JSON: {"mode": "legacy"|"auto", "approve": "...", "calls": [{"name": ..., "arguments": {...},
+            "until": TEXT (repeat the call, up to 15 s, until its text contains TEXT)}],
+            "read": ["uri", ...], "prompts": [{"name": ..., "arguments": {...}}],
+            "roots": ["/abs/dir", ...], "set_level": "debug"}
 """
 
 import asyncio
 import json
 import sys
+import time
+from pathlib import Path
 
 import mcp_types as types
 from mcp import Client
@@ -54,15 +60,34 @@ async def main() -> None:
             model="test-client",
         )
 
+    logs = []
+
+    async def on_log(params):
+        logs.append({"level": params.level, "logger": params.logger, "data": params.data})
+
+    extra = {}
+    if "roots" in plan:
+
+        async def on_roots(context):
+            return types.ListRootsResult(
+                roots=[types.Root(uri=Path(p).as_uri(), name=Path(p).name) for p in plan["roots"]]
+            )
+
+        extra["list_roots_callback"] = on_roots
+
     out = {}
     async with Client(
         server,
         mode=plan.get("mode", "auto"),
         elicitation_callback=on_elicit,
         sampling_callback=on_sample,
+        logging_callback=on_log,
         read_timeout_seconds=120,
+        **extra,
     ) as client:
         out["protocol_version"] = client.protocol_version
+        if "set_level" in plan:
+            await client.set_logging_level(plan["set_level"])
         tools = await client.list_tools()
         out["tools"] = [t.name for t in tools.tools]
         caps = client.server_capabilities
@@ -77,6 +102,10 @@ async def main() -> None:
         for call in plan.get("calls", []):
             try:
                 result = await client.call_tool(call["name"], call.get("arguments", {}))
+                deadline = time.monotonic() + 15
+                while "until" in call and call["until"] not in texts(result.content) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.2)
+                    result = await client.call_tool(call["name"], call.get("arguments", {}))
                 out["calls"].append(
                     {"name": call["name"], "is_error": bool(result.is_error), "text": texts(result.content)}
                 )
@@ -101,7 +130,8 @@ async def main() -> None:
             except Exception as err:
                 out["prompt_results"].append({"name": p["name"], "error": str(err)})
     out.update(seen)
-    print(json.dumps(out))
+    out["logs"] = logs
+    print(json.dumps(out, default=str))
 
 
 asyncio.run(main())

@@ -154,7 +154,9 @@ pub fn system_prompt(
     }
 }
 
-/// The grammar for `round` (1-based) of a turn, or `None` to let the model write freely.
+/// The GBNF grammar for `round` (1-based) of a turn and what it allows, or `None` to let the
+/// model write freely (or, for formats with only an llguidance grammar, to leave it to
+/// [`guide_for`]: the name then still says what the round allows).
 ///
 /// `tool_choice = required` forces a call in the first round only: after a result the model
 /// must be able to answer.
@@ -193,6 +195,9 @@ pub fn grammar_for_round(
     let tools = plan.listed_tools(explicit && name == "tool-or-answer_directly");
     match gbnf_grammar_with(plan.format, &tools, mode) {
         Some(g) => (Some(g), name),
+        // Formats whose grammar only llguidance can express: the round is named, and
+        // [`guide_for`] gives the grammar when llguidance enforces it.
+        None if lark_grammar_with(plan.format, &tools, mode).is_some() => (None, name),
         None => (None, "none"),
     }
 }

@@ -66,28 +66,39 @@ pub fn plan_round(
     // A round that must call, or that follows calls (results, rejections), is decoded greedily.
     let greedy = settings.greedy_tool_rounds
         && (state.round > 1 || matches!(name, "call-only" | "tool-or-answer_directly"));
+    let guide = guide(settings, backend, offered, name);
     RoundPlan {
-        guide: guide(settings, backend, offered, name, &grammar),
+        grammar_name: held_by(name, &grammar, &guide).to_string(),
+        guide,
         grammar,
-        grammar_name: name.to_string(),
         temperature: greedy.then_some(0.0),
         excluded,
     }
 }
 
-/// The llguidance form of the built-in grammar `name`, when llguidance is to enforce it.
+/// The llguidance form of the built-in grammar `name`, when llguidance is to enforce it (also
+/// for formats that have no GBNF form).
 fn guide(
     settings: &ChatSettings,
     backend: Capabilities,
     plan: &ToolPlan,
     name: &str,
-    grammar: &Option<String>,
 ) -> Option<String> {
     let wanted = settings.grammar_engine == GrammarEngine::Llguidance && backend.llguidance;
-    if !wanted || grammar.is_none() {
+    if !wanted {
         return None;
     }
     prompt::guide_for(plan, name)
+}
+
+/// What holds the round, for the record: `none` when neither engine got a grammar (a format
+/// with only an llguidance grammar under `grammar_engine = "gbnf"`).
+fn held_by<'a>(name: &'a str, grammar: &Option<String>, guide: &Option<String>) -> &'a str {
+    if grammar.is_none() && guide.is_none() {
+        "none"
+    } else {
+        name
+    }
 }
 
 /// The plan for the answer the model writes after choosing `answer_directly`: answer-only, with
@@ -99,10 +110,11 @@ pub fn plan_answer_after_decision(
     round: u32,
 ) -> RoundPlan {
     let (grammar, name) = prompt::grammar_for_round(settings, plan, backend.grammar, round, true);
+    let guide = guide(settings, backend, plan, name);
     RoundPlan {
-        guide: guide(settings, backend, plan, name, &grammar),
+        grammar_name: held_by(name, &grammar, &guide).to_string(),
+        guide,
         grammar,
-        grammar_name: name.to_string(),
         temperature: None,
         excluded: Vec::new(),
     }
@@ -180,6 +192,31 @@ mod tests {
             guide.contains("\"answer_directly\"") && guide.contains("%json"),
             "{guide}"
         );
+    }
+
+    #[test]
+    fn formats_with_only_an_llguidance_grammar_are_held_by_llguidance_alone() {
+        let (mut settings, _) = setup(&["time__now"]);
+        settings.tool_format = Auto::Set(ToolFormat::Qwen3Coder);
+        let info = BackendInfo {
+            backend: "llama",
+            model: PathBuf::from("m.gguf"),
+            chat_template: "chatml".into(),
+            context_length: 2048,
+            capabilities: Default::default(),
+            detail: String::new(),
+        };
+        let plan = ToolPlan::new(&settings, &info, vec![tool("time__now")]);
+        let r = plan_round(&settings, &plan, caps(true), &state(1, false, &[]));
+        assert!(r.grammar.is_none(), "qwen3-coder has no GBNF form");
+        assert_eq!(r.grammar_name, "call-or-answer");
+        let guide = r.guide.expect("an llguidance grammar");
+        assert!(guide.contains("<function=time__now>"), "{guide}");
+        // With GBNF as the engine nothing holds the round, and the record says so.
+        settings.grammar_engine = GrammarEngine::Gbnf;
+        let r = plan_round(&settings, &plan, caps(true), &state(1, false, &[]));
+        assert!(r.grammar.is_none() && r.guide.is_none());
+        assert_eq!(r.grammar_name, "none");
     }
 
     #[test]

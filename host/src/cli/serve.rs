@@ -17,10 +17,15 @@ names `rkmcp tools list` shows; each tool call passes [chat.approval] (deny rule
 auto_approve, annotations) and a call that needs a person is asked of the client through
 elicitation, or denied with the reason. Logs go to stderr (or --log-file), never to stdout.
 
+Over HTTP, [serve.auth] decides who may connect: `bearer_token_env` (one shared token), or
+`issuer` (+ `scopes`, `resource`, `introspection_client_id`, `introspection_client_secret_env`)
+to accept the access tokens an OAuth authorization server issued for this gateway; clients find
+that server through the metadata at /.well-known/oauth-protected-resource.
+
 `rkmcp serve --print-config claude|vscode` prints the snippet to paste into those clients.")]
 pub struct ServeArgs {
     /// Serve streamable HTTP on HOST:PORT instead of stdio (loopback unless [serve.auth] sets a
-    /// bearer token). Overrides `[serve] http`.
+    /// bearer token or an OAuth issuer). Overrides `[serve] http`.
     #[arg(long, value_name = "HOST:PORT")]
     pub http: Option<String>,
     /// Print the client configuration snippet for `claude` (Claude Desktop) or `vscode` and exit.
@@ -71,7 +76,7 @@ pub async fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let token = settings.auth.bearer_token().map_err(UsageError)?;
     let addr = match &settings.http {
         Some(spec) => Some(
-            crate::serve::http::listen_address(spec, token.is_some())
+            crate::serve::http::listen_address(spec, settings.auth.required())
                 .map_err(|e| UsageError(e.to_string()))?,
         ),
         None => None,

@@ -54,6 +54,14 @@ pub trait ClientRequests: Send + Sync + 'static {
     /// ends a URL-mode elicitation). Default: ignored.
     fn notification(&self, _server: &str, _method: &str, _params: Option<&Value>) {}
 
+    /// Whether an answer under way may be dropped when the server cancels its request
+    /// (`notifications/cancelled`). Only where dropping leaves nothing behind: a question at the
+    /// terminal runs on a blocking thread that would keep reading the user's input. Default: no
+    /// (the answer is finished and discarded).
+    fn withdraws_on_cancel(&self) -> bool {
+        false
+    }
+
     /// The shared list behind [`ClientRequests::roots`], when it can be changed at run time
     /// (the chat's `/roots add|remove`). `None`: this implementation's roots are fixed.
     fn roots_handle(&self) -> Option<Roots> {

@@ -1,8 +1,8 @@
 //! All configured servers at once: started concurrently, each failure kept apart, tools exposed
 //! under namespaced names.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolResult, Tool};
@@ -45,6 +45,17 @@ pub struct SessionManager {
     pub startup: Duration,
     /// The audit log, when `[audit]` or `--audit` turned it on.
     audit: Option<Arc<crate::audit::AuditLog>>,
+    /// Exposed names → tools, for [`SessionManager::resolve_tool`].
+    index: RwLock<Option<Arc<ToolIndex>>>,
+}
+
+/// Every exposed tool name and where it goes, as of the catalog generations it was built from
+/// (one per session): resolving a name is a lookup, not a renaming of every tool of every
+/// server, until a list changes.
+struct ToolIndex {
+    generations: Vec<u64>,
+    /// Exposed name → (index in `sessions`, the server's own tool name).
+    names: HashMap<String, (usize, String)>,
 }
 
 impl SessionManager {
@@ -143,6 +154,7 @@ impl SessionManager {
             requests,
             startup: started.elapsed(),
             audit,
+            index: RwLock::default(),
         }
     }
 
@@ -218,6 +230,46 @@ impl SessionManager {
         (exposed, collisions)
     }
 
+    /// The index of exposed names, rebuilt when a catalog changed since it was built.
+    fn index(&self) -> Arc<ToolIndex> {
+        let current = |index: &ToolIndex| {
+            index
+                .generations
+                .iter()
+                .copied()
+                .eq(self.sessions.iter().map(|s| s.catalog_generation()))
+        };
+        if let Some(index) = self
+            .index
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            && current(index)
+        {
+            return index.clone();
+        }
+        // Generations read before the catalogs: a list that changes meanwhile makes the next
+        // lookup rebuild, never keeps a stale index.
+        let generations = self
+            .sessions
+            .iter()
+            .map(|s| s.catalog_generation())
+            .collect();
+        let (tools, _) = self.tools();
+        let mut names = HashMap::with_capacity(tools.len());
+        for t in tools {
+            if let Some(i) = self.sessions.iter().position(|s| s.name() == t.server) {
+                // The first of equal names wins, as a scan of the list would find it.
+                names
+                    .entry(t.name)
+                    .or_insert_with(|| (i, t.tool.name.to_string()));
+            }
+        }
+        let index = Arc::new(ToolIndex { generations, names });
+        *self.index.write().unwrap_or_else(|e| e.into_inner()) = Some(index.clone());
+        index
+    }
+
     /// Finds a tool by exposed name, or by `server/tool` with the server's own tool name.
     pub fn resolve_tool(&self, name: &str) -> Result<(Arc<Session>, String), ResolveError> {
         if let Some((server, tool)) = name.split_once('/')
@@ -229,6 +281,12 @@ impl SessionManager {
                 Err(ResolveError::Denied(name.to_string()))
             };
         }
+        if let Some((i, tool)) = self.index().names.get(name)
+            && let Some(session) = self.sessions.get(*i)
+        {
+            return Ok((session.clone(), tool.clone()));
+        }
+        // Not an exposed name: a unique bare name, or an error with a suggestion.
         let (tools, _) = self.tools();
         if let Some(t) = tools.iter().find(|t| t.name == name)
             && let Some(session) = self.session(&t.server)

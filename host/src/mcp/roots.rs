@@ -119,6 +119,43 @@ pub fn to_root(path: &Path) -> Result<Root, RootsError> {
     })
 }
 
+/// The roots a connected client asked for (`rkmcp serve`), narrowed to `allowed`: a client may
+/// narrow what the servers behind the gateway see, never widen it — a server such as
+/// server-filesystem lets its client's roots decide which files it opens, and the gateway's
+/// client may be a program on another machine. Returns the kept roots and, for each dropped one,
+/// why (for the log). A root is kept when its path (symlinks resolved where it exists here) lies
+/// inside an allowed directory; URIs that are not `file://` are dropped (`..` segments are
+/// resolved when the URI is parsed, so a root cannot climb out of a directory it names).
+pub fn narrow_roots(asked: &[Root], allowed: &[PathBuf]) -> (Vec<Root>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for root in asked {
+        let path = url::Url::parse(&root.uri)
+            .ok()
+            .filter(|u| u.scheme() == "file")
+            .and_then(|u| u.to_file_path().ok());
+        let Some(path) = path else {
+            dropped.push(format!("`{}`: not a file:// URI", root.uri));
+            continue;
+        };
+        let real = std::fs::canonicalize(&path).unwrap_or(path);
+        if allowed.iter().any(|a| real.starts_with(a)) {
+            kept.push(root.clone());
+        } else {
+            dropped.push(format!(
+                "`{}`: outside the configured roots ({})",
+                root.uri,
+                allowed
+                    .iter()
+                    .map(|a| a.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    (kept, dropped)
+}
+
 fn checked_dir(path: &Path) -> Result<PathBuf, RootsError> {
     let canonical = std::fs::canonicalize(path).map_err(|source| RootsError::Unreadable {
         path: path.to_path_buf(),
@@ -133,6 +170,57 @@ fn checked_dir(path: &Path) -> Result<PathBuf, RootsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_roots_narrow_the_configured_ones_and_never_widen_them() {
+        let base = tempfile::tempdir().unwrap();
+        let allowed = std::fs::canonicalize(base.path()).unwrap();
+        let inside = allowed.join("project");
+        std::fs::create_dir(&inside).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let asked = vec![
+            to_root(&inside).unwrap(),
+            to_root(&allowed).unwrap(),
+            to_root(outside.path()).unwrap(),
+            Root::new("https://example.org/repo"),
+            Root::new(format!("file://{}/project/../..", allowed.display())),
+            // Not on this machine: judged by its path alone.
+            to_root(&allowed.join("later")).unwrap(),
+        ];
+        let (kept, dropped) = narrow_roots(&asked, std::slice::from_ref(&allowed));
+        let kept: Vec<&str> = kept.iter().map(|r| r.uri.as_str()).collect();
+        assert_eq!(
+            kept,
+            [
+                asked[0].uri.as_str(),
+                asked[1].uri.as_str(),
+                asked[5].uri.as_str()
+            ]
+        );
+        assert_eq!(dropped.len(), 3, "{dropped:?}");
+        // URL parsing resolves `..` first: what climbs out is outside.
+        assert!(
+            dropped[0].contains("outside the configured roots"),
+            "{dropped:?}"
+        );
+        assert!(dropped[1].contains("not a file://"), "{dropped:?}");
+        assert!(
+            dropped[2].contains("outside the configured roots"),
+            "{dropped:?}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_client_root_linked_out_of_the_configured_ones_is_dropped() {
+        let base = tempfile::tempdir().unwrap();
+        let allowed = std::fs::canonicalize(base.path()).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let link = allowed.join("link");
+        std::os::unix::fs::symlink(elsewhere.path(), &link).unwrap();
+        let (kept, dropped) = narrow_roots(&[to_root(&link).unwrap()], &[allowed]);
+        assert!(kept.is_empty(), "{dropped:?}");
+    }
 
     #[test]
     fn uris_are_percent_encoded_and_named() {

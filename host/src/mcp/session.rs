@@ -204,6 +204,22 @@ impl SessionHandler {
     }
 }
 
+/// Runs the answer to a server's request until the server cancels it (`notifications/cancelled`
+/// cancels the context): the work is then dropped — a question to a person or to the gateway's
+/// client is withdrawn — and no answer goes back.
+async fn until_cancelled<T>(
+    context: &RequestContext<RoleClient>,
+    work: impl Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    tokio::select! {
+        result = work => result,
+        _ = context.ct.cancelled() => Err(ErrorData::internal_error(
+            "the server cancelled its request",
+            None,
+        )),
+    }
+}
+
 impl ClientHandler for SessionHandler {
     fn get_info(&self) -> InitializeRequestParams {
         // rmcp defaults to 2026-07-28, which has no `initialize` handshake; `initialize` offers
@@ -218,17 +234,25 @@ impl ClientHandler for SessionHandler {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        self.requests.create_message(&self.server, params).await
+        let work = self.requests.create_message(&self.server, params);
+        if !self.requests.withdraws_on_cancel() {
+            return work.await;
+        }
+        until_cancelled(&context, work).await
     }
 
     async fn create_elicitation(
         &self,
         params: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        self.requests.elicit(&self.server, params).await
+        let work = self.requests.elicit(&self.server, params);
+        if !self.requests.withdraws_on_cancel() {
+            return work.await;
+        }
+        until_cancelled(&context, work).await
     }
 
     async fn list_roots(
@@ -654,16 +678,21 @@ impl Session {
             .is_some_and(|version| !version.has_initialize())
     }
 
+    /// Whether `logging/setLevel` may be sent: the server has logging and its protocol version
+    /// has the request (2026-07-28 removed it).
+    pub fn speaks_set_level(&self) -> bool {
+        self.server_info()
+            .is_some_and(|info| info.capabilities.logging.is_some())
+            && !self.is_stateless()
+    }
+
     /// Sends `logging/setLevel` when the config asks for a level and the server has logging.
     /// A refusal is logged, not fatal: the server works without it.
     async fn apply_log_level(&self) {
         let Some(level) = self.config.log_level.as_deref() else {
             return;
         };
-        let has_logging = self
-            .server_info()
-            .is_some_and(|info| info.capabilities.logging.is_some());
-        if !has_logging || self.is_stateless() {
+        if !self.speaks_set_level() {
             tracing::info!(server = %self.name(), "log_level `{level}` not sent: the server's protocol version or capabilities have no logging/setLevel");
             return;
         }
@@ -694,6 +723,25 @@ impl Session {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The catalog's generation (bumped on every refresh of any list).
+    pub fn catalog_generation(&self) -> u64 {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .generation
+    }
+
+    /// The annotations of the server's tool `tool`, from the catalog (no copy of the catalog).
+    pub fn tool_annotations(&self, tool: &str) -> Option<rmcp::model::ToolAnnotations> {
+        self.catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .and_then(|t| t.annotations.clone())
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {

@@ -1,8 +1,10 @@
 //! rmcp's `Transport` over a spawned server's stdio, with rkmcp's own framing ([`super::framing`])
 //! and shutdown.
 //!
-//! - Reading runs on a task of its own and hands messages over a small bounded channel, so a
-//!   server that writes faster than rkmcp reads is slowed by the pipe, not buffered in memory.
+//! - Reading happens in `receive`, one line at a time, so a server that writes faster than rkmcp
+//!   reads is slowed by the pipe, not buffered in memory (and no task or channel stands between
+//!   the pipe and rmcp). After `close`, what the server still writes is read and dropped, so it
+//!   cannot block on a full pipe while it shuts down.
 //! - A line that cannot be read (malformed JSON, invalid UTF-8, larger than `max_message_mb`) is
 //!   reported once, naming the server and showing the line shortened; when it carries the id of
 //!   a request, an error response for that id is handed to rmcp in its place, so the request
@@ -15,8 +17,9 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::model::{ErrorCode, ErrorData};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
-use tokio::io::AsyncWriteExt;
-use tokio::sync::{Mutex, mpsc};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::process::ChildStdout;
+use tokio::sync::Mutex;
 
 use super::child::{self, ServerProcess};
 use super::framing::{self, Decoded, Frame, LineReader, Unreadable};
@@ -31,7 +34,10 @@ pub const UNREADABLE_CODE: i32 = -32099;
 
 pub struct StdioTransport {
     stdin: Arc<Mutex<Option<tokio::process::ChildStdin>>>,
-    incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
+    /// The server's stdout; `None` once closed (or after it ended).
+    reader: Option<LineReader<BufReader<ChildStdout>>>,
+    server: String,
+    max_message: usize,
     process: Option<Process>,
 }
 
@@ -45,16 +51,11 @@ struct Process {
 impl StdioTransport {
     /// Takes over a spawned server. `max_message` is in bytes.
     pub fn new(server: &str, process: ServerProcess, max_message: usize) -> Self {
-        let (tx, incoming) = mpsc::channel(64);
-        tokio::spawn(read_loop(
-            server.to_string(),
-            process.stdout,
-            max_message,
-            tx,
-        ));
         StdioTransport {
             stdin: Arc::new(Mutex::new(Some(process.stdin))),
-            incoming,
+            reader: Some(LineReader::new(BufReader::new(process.stdout), max_message)),
+            server: server.to_string(),
+            max_message,
             process: Some(Process {
                 server: server.to_string(),
                 child: process.child,
@@ -65,39 +66,49 @@ impl StdioTransport {
     }
 }
 
-async fn read_loop(
-    server: String,
-    stdout: tokio::process::ChildStdout,
-    max_message: usize,
-    tx: mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
-) {
-    let mut reader = LineReader::new(tokio::io::BufReader::new(stdout), max_message);
-    loop {
-        let frame = match reader.next().await {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return,
-            Err(err) => {
-                tracing::warn!(server = %server, "cannot read from the server: {err}");
-                return;
+impl StdioTransport {
+    /// The next message from the server; `None` once its stdout ended. Cancel-safe (rmcp drops
+    /// it when something else comes first): a partly read line stays in the reader.
+    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let reader = self.reader.as_mut()?;
+            let frame = match reader.next().await {
+                Ok(Some(frame)) => frame,
+                Ok(None) => {
+                    self.reader = None;
+                    return None;
+                }
+                Err(err) => {
+                    tracing::warn!(server = %self.server, "cannot read from the server: {err}");
+                    self.reader = None;
+                    return None;
+                }
+            };
+            let message = match frame {
+                Frame::Line(line) => match framing::decode_line(&line) {
+                    Decoded::Message(message) => Some(*message),
+                    Decoded::Skip => None,
+                    Decoded::Unreadable(unreadable) => report(&self.server, unreadable),
+                },
+                Frame::Oversize { len, head, tail } => report(
+                    &self.server,
+                    framing::decode_oversize(len, self.max_message, &head, &tail),
+                ),
+            };
+            if message.is_some() {
+                return message;
             }
-        };
-        let message = match frame {
-            Frame::Line(line) => match framing::decode_line(&line) {
-                Decoded::Message(message) => Some(*message),
-                Decoded::Skip => None,
-                Decoded::Unreadable(unreadable) => report(&server, unreadable),
-            },
-            Frame::Oversize { len, head, tail } => report(
-                &server,
-                framing::decode_oversize(len, max_message, &head, &tail),
-            ),
-        };
-        if let Some(message) = message
-            && tx.send(message).await.is_err()
-        {
-            return;
         }
     }
+}
+
+/// Reads what a closing server still writes, until it closes its stdout (or for as long as the
+/// shutdown sequence can take: a process that escaped the group may hold it open).
+async fn drain(mut reader: LineReader<BufReader<ChildStdout>>) {
+    let _ = tokio::time::timeout(EXIT_WAIT * 3 + LOG_WAIT, async {
+        while let Ok(Some(_)) = reader.next().await {}
+    })
+    .await;
 }
 
 /// Logs an unreadable line and, when it names a request, makes up the error that request gets.
@@ -152,12 +163,15 @@ impl rmcp::transport::Transport<RoleClient> for StdioTransport {
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.incoming.recv()
+        self.next_message()
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         // Closing stdin is the spec's first step.
         self.stdin.lock().await.take();
+        if let Some(reader) = self.reader.take() {
+            tokio::spawn(drain(reader));
+        }
         if let Some(process) = self.process.take() {
             process.shut_down().await;
         }

@@ -10,9 +10,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Root,
+    CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, RequestId, Root, ServerRequest,
 };
+use rmcp::service::PeerRequestOptions;
 use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{Value, json};
 
@@ -29,6 +31,9 @@ pub struct Downstream {
     peers: Mutex<HashMap<u64, Peer<RoleServer>>>,
     /// The client whose request came last: server requests go to it.
     current: Mutex<Option<Peer<RoleServer>>>,
+    /// The roots the connected client declared, narrowed to the configured ones; `None` until
+    /// a client that has roots answers `roots/list`.
+    client_roots: Mutex<Option<Vec<Root>>>,
 }
 
 impl Downstream {
@@ -47,6 +52,18 @@ impl Downstream {
         peers.values().cloned().collect()
     }
 
+    /// The client's roots (already narrowed), if it declared any.
+    pub fn client_roots(&self) -> Option<Vec<Root>> {
+        self.client_roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn set_client_roots(&self, roots: Vec<Root>) {
+        *self.client_roots.lock().unwrap_or_else(|e| e.into_inner()) = Some(roots);
+    }
+
     pub fn current(&self) -> Option<Peer<RoleServer>> {
         self.current
             .lock()
@@ -54,6 +71,14 @@ impl Downstream {
             .clone()
             .filter(|p| !p.is_transport_closed())
     }
+}
+
+/// Whether the client declared roots and can be asked for them now.
+pub fn has_roots(peer: &Peer<RoleServer>) -> bool {
+    has_back_channel(peer)
+        && peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.roots.is_some())
 }
 
 /// Whether the client declared sampling / form elicitation (and can be asked mid-request: a
@@ -140,8 +165,7 @@ impl ClientRequests for GatewayClient {
                     return result;
                 }
             }
-            return peer
-                .create_message(params)
+            return sample(&peer, params)
                 .await
                 .map_err(|e| service_error(server, "sampling", e));
         }
@@ -184,16 +208,90 @@ impl ClientRequests for GatewayClient {
                     return result;
                 }
             }
-            return peer
-                .create_elicitation(params)
+            return elicit(&peer, params)
                 .await
                 .map_err(|e| service_error(server, "elicitation", e));
         }
         self.fallback.elicit(server, params).await
     }
 
+    /// Nothing here reads the terminal: a question to the gateway's client is withdrawn with
+    /// `notifications/cancelled` ([`ask_client`]); a local-model sample is discarded.
+    fn withdraws_on_cancel(&self) -> bool {
+        true
+    }
+
+    /// The connected client's roots where it declared some (narrowed to the configured ones),
+    /// else the configured roots.
     fn roots(&self) -> Vec<Root> {
-        self.fallback.roots()
+        self.downstream
+            .client_roots()
+            .unwrap_or_else(|| self.fallback.roots())
+    }
+}
+
+/// Asks the gateway's client `request`. If the future is dropped before the answer — the server
+/// behind the gateway cancelled the request it made, or the call it belongs to ended — the client
+/// is told with `notifications/cancelled`, so it stops asking its user.
+async fn ask_client(
+    peer: &Peer<RoleServer>,
+    request: ServerRequest,
+) -> Result<ClientResult, rmcp::ServiceError> {
+    let handle = peer
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await?;
+    let mut guard = CancelOnDrop {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let result = handle.await_response().await;
+    guard.id = None;
+    result
+}
+
+/// `sampling/createMessage` asked of the gateway's client ([`ask_client`]).
+pub async fn sample(
+    peer: &Peer<RoleServer>,
+    params: CreateMessageRequestParams,
+) -> Result<CreateMessageResult, rmcp::ServiceError> {
+    let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+    match ask_client(peer, request).await? {
+        ClientResult::CreateMessageResult(result) => Ok(*result),
+        _ => Err(rmcp::ServiceError::UnexpectedResponse),
+    }
+}
+
+/// `elicitation/create` asked of the gateway's client ([`ask_client`]).
+pub async fn elicit(
+    peer: &Peer<RoleServer>,
+    params: ElicitRequestParams,
+) -> Result<ElicitResult, rmcp::ServiceError> {
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+    match ask_client(peer, request).await? {
+        ClientResult::ElicitResult(result) => Ok(result),
+        _ => Err(rmcp::ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Sends `notifications/cancelled` for a request to the client that was abandoned.
+struct CancelOnDrop {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        let params = CancelledNotificationParam::new(
+            Some(id),
+            Some("the server behind rkmcp cancelled its request".into()),
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
     }
 }
 
@@ -262,7 +360,7 @@ impl Prompter for ElicitPrompter {
                 return PromptAnswer::Deny;
             }
         };
-        match self.peer.create_elicitation(params).await {
+        match elicit(&self.peer, params).await {
             Ok(result) => answer_of(&result),
             Err(err) => {
                 tracing::info!("approval question to the client failed: {err}");
@@ -270,6 +368,98 @@ impl Prompter for ElicitPrompter {
             }
         }
     }
+}
+
+/// The key of the gateway's approval question in an `input_required` result.
+pub const APPROVAL_INPUT: &str = "rkmcp_approval";
+
+/// Approval for a client without a back-channel (2026-07-28): the question cannot be sent
+/// mid-request, so the call ends with `input_required` holding it as an elicitation form
+/// ([`approval_input`]); the client asks its user and sends the call again with the answer in
+/// `inputResponses` and the `requestState` it got, which ties the answer to this exact call
+/// (tool and arguments) — an answer echoed with other arguments is not taken.
+pub struct InputPrompter {
+    /// The answer the client sent back for this call, if any.
+    answer: Option<PromptAnswer>,
+    /// Why a person must decide, once the policy asked.
+    asked: Mutex<Option<String>>,
+}
+
+impl InputPrompter {
+    /// For a client that declared form elicitation in the request's `_meta`; `None` otherwise.
+    pub fn for_request(
+        capabilities: Option<&ClientCapabilities>,
+        call_state: &str,
+        responses: Option<&rmcp::model::InputResponses>,
+        request_state: Option<&str>,
+    ) -> Option<Arc<InputPrompter>> {
+        let elicitation = capabilities.and_then(|c| c.elicitation.as_ref())?;
+        // An empty `elicitation: {}` means form mode (the spec's default).
+        let form = elicitation.form.is_some() || elicitation.url.is_none();
+        if !form {
+            return None;
+        }
+        let answer = match (responses.and_then(|r| r.get(APPROVAL_INPUT)), request_state) {
+            (Some(response), Some(state)) if state == call_state => {
+                serde_json::from_value::<ElicitResult>(response.clone())
+                    .ok()
+                    .map(|r| answer_of(&r))
+            }
+            _ => None,
+        };
+        Some(Arc::new(InputPrompter {
+            answer,
+            asked: Mutex::new(None),
+        }))
+    }
+
+    /// Why the policy wants a person to decide, if it asked and no answer was at hand.
+    pub fn pending_question(&self) -> Option<String> {
+        if self.answer.is_some() {
+            return None;
+        }
+        self.asked.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl Prompter for InputPrompter {
+    async fn ask(&self, _request: &ApprovalRequest, why: &str) -> PromptAnswer {
+        if let Some(answer) = self.answer {
+            return answer;
+        }
+        *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_string());
+        PromptAnswer::Deny
+    }
+}
+
+/// The state that ties an approval answer to one call: a digest of the exposed tool name and
+/// its arguments.
+pub fn call_state(exposed_name: &str, arguments: &Value) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    hash.update(exposed_name.as_bytes());
+    hash.update([0]);
+    hash.update(arguments.to_string().as_bytes());
+    format!("rkmcp-approval-{:x}", hash.finalize())
+}
+
+/// The `input_required` result asking the client to approve `request`.
+pub fn approval_input(
+    request: &ApprovalRequest,
+    why: &str,
+    state: String,
+) -> Option<rmcp::model::InputRequiredResult> {
+    let params: ElicitRequestParams = serde_json::from_value(approval_form(request, why)).ok()?;
+    let mut requests = rmcp::model::InputRequests::new();
+    requests.insert(
+        APPROVAL_INPUT.to_string(),
+        rmcp::model::InputRequest::Elicitation(ElicitRequest::new(params)),
+    );
+    Some(rmcp::model::InputRequiredResult::new(
+        Some(requests),
+        Some(state),
+    ))
 }
 
 #[cfg(test)]
@@ -295,6 +485,50 @@ mod tests {
             text.contains("write_file") && text.contains("/tmp/x"),
             "{text}"
         );
+    }
+
+    #[tokio::test]
+    async fn an_approval_without_a_back_channel_goes_out_as_input_required_and_comes_back() {
+        let caps: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        let req = request();
+        let state = call_state(&req.exposed_name, &req.arguments);
+        // First round: no answer yet; the policy's question is recorded.
+        let first = InputPrompter::for_request(Some(&caps), &state, None, None).unwrap();
+        assert_eq!(first.ask(&req, "it writes").await, PromptAnswer::Deny);
+        assert_eq!(first.pending_question().as_deref(), Some("it writes"));
+        let result = approval_input(&req, "it writes", state.clone()).unwrap();
+        let v = serde_json::to_value(&result).unwrap();
+        assert_eq!(v["resultType"], "input_required", "{v}");
+        assert_eq!(v["requestState"], state.as_str(), "{v}");
+        assert_eq!(
+            v["inputRequests"][APPROVAL_INPUT]["method"], "elicitation/create",
+            "{v}"
+        );
+        // Second round: the answer, tied to this call, is taken.
+        let mut responses = rmcp::model::InputResponses::new();
+        responses.insert(
+            APPROVAL_INPUT.into(),
+            json!({"action": "accept", "content": {"decision": "allow_once"}}),
+        );
+        let second =
+            InputPrompter::for_request(Some(&caps), &state, Some(&responses), Some(&state))
+                .unwrap();
+        assert_eq!(second.ask(&req, "it writes").await, PromptAnswer::AllowOnce);
+        assert_eq!(second.pending_question(), None);
+        // The same answer echoed for other arguments is not taken: asked again.
+        let other = call_state(&req.exposed_name, &json!({"path": "/etc/passwd"}));
+        let replayed =
+            InputPrompter::for_request(Some(&caps), &other, Some(&responses), Some(&state))
+                .unwrap();
+        assert_eq!(replayed.ask(&req, "it writes").await, PromptAnswer::Deny);
+        assert!(replayed.pending_question().is_some());
+        // No elicitation declared: no prompter (the call is denied with the reason).
+        assert!(
+            InputPrompter::for_request(Some(&ClientCapabilities::default()), &state, None, None)
+                .is_none()
+        );
+        assert!(InputPrompter::for_request(None, &state, None, None).is_none());
     }
 
     #[test]

@@ -22,12 +22,13 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use super::downstream::{Downstream, ElicitPrompter};
+use super::downstream::{Downstream, ElicitPrompter, InputPrompter, approval_input, call_state};
 use super::instrumentation::{Instrumentation, Record};
 use super::local_model::{self, LocalModel};
 use super::namespace;
 use super::relay::{self, InFlight};
-use crate::chat::approval::{ApprovalRequest, Approver, Verdict};
+use crate::chat::approval::{ApprovalRequest, Approver, Prompter, Verdict};
+use crate::mcp::manager::ResolveError;
 use crate::mcp::naming::{self, ServerTools};
 use crate::mcp::{Catalog, Session, SessionManager};
 
@@ -41,6 +42,8 @@ pub struct Shared {
     pub inflight: Arc<InFlight>,
     /// Items per page of the gateway's own lists.
     pub page_size: usize,
+    /// The configured roots: a client's roots may narrow them, never widen them.
+    pub roots: crate::mcp::Roots,
 }
 
 #[derive(Clone)]
@@ -251,14 +254,48 @@ impl Gateway {
         Ok(R::page(items, next))
     }
 
+    /// Asks a client that declared roots for them (in the background: a handler must not wait
+    /// on the client it serves), keeps those inside the configured roots, and tells the servers
+    /// behind that their client's roots changed.
+    fn refresh_client_roots(&self, peer: &rmcp::Peer<RoleServer>) {
+        if !super::downstream::has_roots(peer) {
+            return;
+        }
+        let peer = peer.clone();
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            let asked = match peer.list_roots().await {
+                Ok(result) => result.roots,
+                Err(err) => {
+                    tracing::warn!(
+                        "the client's roots/list failed: {err}; the configured roots stay"
+                    );
+                    return;
+                }
+            };
+            let (kept, dropped) = crate::mcp::roots::narrow_roots(&asked, &shared.roots.paths());
+            for why in dropped {
+                tracing::warn!("a root of the client is not passed on: {why}");
+            }
+            shared.downstream.set_client_roots(kept);
+            for err in shared.manager.notify_roots_changed().await {
+                tracing::debug!("telling a server its roots changed failed: {err}");
+            }
+        });
+    }
+
+    /// `resolved`: where `request.name` goes ([`SessionManager::resolve_tool`], done once by
+    /// the caller, which also names the server in the request's record).
     async fn call(
         &self,
         request: CallToolRequestParams,
+        resolved: Result<(Arc<Session>, String), ResolveError>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let arguments = request.arguments.clone().unwrap_or_default();
-        let prompter = ElicitPrompter::for_peer(&context.peer);
+        let asker = Asker::for_call(&name, &arguments, &request, context);
+        let prompter = asker.prompter();
         if name == local_model::TOOL_NAME
             && let Some(local) = &self.shared.local
         {
@@ -272,20 +309,13 @@ impl Gateway {
             if let Verdict::Deny { by, reason } =
                 self.shared.approver.review_with(&approval, prompter).await
             {
-                return Ok(denied(&by, &reason).into());
+                return Ok(asker.refusal(&approval, &by, &reason));
             }
             return Ok(local.generate(&arguments).await.into());
         }
-        let (session, tool) = self
-            .manager()
-            .resolve_tool(&name)
-            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        let annotations = session
-            .catalog()
-            .tools
-            .iter()
-            .find(|t| t.name == tool)
-            .and_then(|t| t.annotations.clone());
+        let (session, tool) =
+            resolved.map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let annotations = session.tool_annotations(&tool);
         let approval = ApprovalRequest {
             server: session.name().to_string(),
             tool: tool.clone(),
@@ -296,9 +326,12 @@ impl Gateway {
         if let Verdict::Deny { by, reason } =
             self.shared.approver.review_with(&approval, prompter).await
         {
-            return Ok(denied(&by, &reason).into());
+            return Ok(asker.refusal(&approval, &by, &reason));
         }
         let mut forwarded = request;
+        // The gateway's own question was answered here; the server never asked anything.
+        forwarded.input_responses = None;
+        forwarded.request_state = None;
         forwarded.name = tool.clone().into();
         // The client's progress token arrives in the request's `_meta` (rmcp keeps it there).
         let theirs = forwarded
@@ -334,6 +367,65 @@ impl Gateway {
             }
             other => other,
         })
+    }
+}
+
+/// Who answers the approval question of one call: the client through a form sent mid-request
+/// (it has a back-channel), the client through `input_required` (2026-07-28: no back-channel,
+/// the call comes back with the answer), or nobody (denied with the reason).
+enum Asker {
+    Live(Arc<dyn Prompter>),
+    Input {
+        prompter: Arc<InputPrompter>,
+        state: String,
+    },
+    Nobody,
+}
+
+impl Asker {
+    fn for_call(
+        name: &str,
+        arguments: &serde_json::Map<String, Value>,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Asker {
+        if let Some(live) = ElicitPrompter::for_peer(&context.peer) {
+            return Asker::Live(live);
+        }
+        let state = call_state(name, &Value::Object(arguments.clone()));
+        let capabilities = context
+            .meta
+            .client_capabilities()
+            .or_else(|| request.meta.as_ref().and_then(|m| m.client_capabilities()));
+        match InputPrompter::for_request(
+            capabilities.as_ref(),
+            &state,
+            request.input_responses.as_ref(),
+            request.request_state.as_deref(),
+        ) {
+            Some(prompter) => Asker::Input { prompter, state },
+            None => Asker::Nobody,
+        }
+    }
+
+    fn prompter(&self) -> Option<Arc<dyn Prompter>> {
+        match self {
+            Asker::Live(p) => Some(p.clone()),
+            Asker::Input { prompter, .. } => Some(prompter.clone() as Arc<dyn Prompter>),
+            Asker::Nobody => None,
+        }
+    }
+
+    /// The answer to a denied call: the question as `input_required` when the policy wanted a
+    /// person and the client can be asked that way, else the denial.
+    fn refusal(&self, approval: &ApprovalRequest, by: &str, reason: &str) -> CallToolResponse {
+        if let Asker::Input { prompter, state } = self
+            && let Some(why) = prompter.pending_question()
+            && let Some(input) = approval_input(approval, &why, state.clone())
+        {
+            return CallToolResponse::InputRequired(input);
+        }
+        denied(by, reason).into()
     }
 }
 
@@ -415,9 +507,9 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        let server = self
-            .manager()
-            .resolve_tool(&name)
+        let resolved = self.manager().resolve_tool(&name);
+        let server = resolved
+            .as_ref()
             .ok()
             .map(|(s, _)| s.name().to_string())
             .or_else(|| (name == local_model::TOOL_NAME).then(|| local_model::SERVER_NAME.into()));
@@ -441,7 +533,7 @@ impl ServerHandler for Gateway {
             Some(&name),
             &context,
             outcome,
-            self.call(request, &context),
+            self.call(request, resolved, &context),
         )
         .await
     }
@@ -701,12 +793,24 @@ impl ServerHandler for Gateway {
 
     async fn set_level(
         &self,
-        _request: SetLevelRequestParams,
+        request: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // Server log messages are relayed inside the requests they belong to; the level each
-        // server logs at is `log_level` in its config.
+        // Every server behind that logs gets the client's level (a server that fails to take
+        // it keeps its configured `log_level`, and the failure is logged, not the client's).
         self.observe("logging/setLevel", None, None, &context, |_| "ok", async {
+            let sessions = self.manager().sessions();
+            let asks = sessions
+                .iter()
+                .filter(|s| s.speaks_set_level())
+                .map(|s| s.set_log_level(request.level));
+            for err in futures::future::join_all(asks)
+                .await
+                .into_iter()
+                .filter_map(Result::err)
+            {
+                tracing::warn!("forwarding logging/setLevel: {err}");
+            }
             Ok(())
         })
         .await
@@ -715,5 +819,11 @@ impl ServerHandler for Gateway {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.shared.downstream.seen(self.id, &context.peer);
         tracing::info!("client initialized");
+        self.refresh_client_roots(&context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.shared.downstream.seen(self.id, &context.peer);
+        self.refresh_client_roots(&context.peer);
     }
 }

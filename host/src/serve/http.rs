@@ -6,7 +6,11 @@
 //!   a loopback origin (or one of `[serve] allowed_origins`): DNS-rebinding protection;
 //! - with `[serve.auth] bearer_token_env`, `Authorization: Bearer <token>` (compared in constant
 //!   time), else `401` with `WWW-Authenticate: Bearer`;
-//! - listening on anything but loopback needs that token: the gateway runs tools on this
+//! - with `[serve.auth] issuer`, an access token of that authorization server issued for this
+//!   gateway ([`super::resource_server`]), else `401`/`403` naming the Protected Resource
+//!   Metadata, which is served at `/.well-known/oauth-protected-resource` (and that path plus
+//!   the resource's own path) without authentication;
+//! - listening on anything but loopback needs one of those: the gateway runs tools on this
 //!   machine.
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,6 +24,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::resource_server::{Judgement, ResourceServer};
 use super::{Gateway, ServeSettings};
 
 /// Browser origins always allowed: pages served from this machine.
@@ -37,10 +42,13 @@ pub enum ListenError {
     #[error("--http {0}: not a HOST:PORT address (e.g. 127.0.0.1:8765)")]
     Address(String),
     #[error(
-        "--http {0}: listening beyond loopback needs a bearer token: set [serve.auth] \
-         bearer_token_env to a variable holding one (every client must then send it)"
+        "--http {0}: listening beyond loopback needs authentication: set [serve.auth] \
+         bearer_token_env to a variable holding a token every client must send, or [serve.auth] \
+         issuer to accept the access tokens of an OAuth authorization server"
     )]
     NeedsToken(String),
+    #[error("{0}")]
+    Auth(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -50,6 +58,7 @@ pub enum ListenError {
 }
 
 /// Parses and checks where to listen. Pure, so the rules are tested without sockets.
+/// `has_token`: clients must authenticate (a bearer token or OAuth).
 pub fn listen_address(spec: &str, has_token: bool) -> Result<SocketAddr, ListenError> {
     let addr: SocketAddr = spec
         .trim()
@@ -63,10 +72,7 @@ pub fn listen_address(spec: &str, has_token: bool) -> Result<SocketAddr, ListenE
 
 /// Whether `header` (an `Authorization` value) carries `token`.
 pub fn authorized(header: Option<&str>, token: &str) -> bool {
-    let Some(given) = header.and_then(|h| {
-        let (scheme, rest) = h.trim().split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-    }) else {
+    let Some(given) = bearer(header) else {
         return false;
     };
     // Constant time over the token's length: the comparison does not stop at the first
@@ -97,18 +103,11 @@ pub fn server_config(
         .with_cancellation_token(cancel)
 }
 
-fn unauthorized() -> Response<http_body_util::combinators::BoxBody<Bytes, Infallible>> {
-    let mut response = Response::new(
-        Full::new(Bytes::from_static(
-            b"{\"error\":\"unauthorized\",\"error_description\":\"rkmcp serve needs Authorization: Bearer <token>\"}",
-        ))
-        .boxed(),
-    );
-    *response.status_mut() = StatusCode::UNAUTHORIZED;
-    response.headers_mut().insert(
-        hyper::header::WWW_AUTHENTICATE,
-        hyper::header::HeaderValue::from_static("Bearer realm=\"rkmcp\""),
-    );
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("application/json"),
@@ -116,8 +115,126 @@ fn unauthorized() -> Response<http_body_util::combinators::BoxBody<Bytes, Infall
     response
 }
 
-/// Binds `addr` (so a taken port fails before anything else happens); returns the bound
-/// address (port 0 picks one) and the serving future.
+fn refused(status: StatusCode, challenge: &str, error: &str, description: &str) -> Response<Body> {
+    let mut response = json_response(
+        status,
+        &serde_json::json!({"error": error, "error_description": description}),
+    );
+    if let Ok(value) = hyper::header::HeaderValue::from_str(challenge) {
+        response
+            .headers_mut()
+            .insert(hyper::header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+fn unauthorized() -> Response<Body> {
+    refused(
+        StatusCode::UNAUTHORIZED,
+        "Bearer realm=\"rkmcp\"",
+        "unauthorized",
+        "rkmcp serve needs Authorization: Bearer <token>",
+    )
+}
+
+/// Who may use the endpoint.
+#[derive(Clone)]
+enum Access {
+    Open,
+    Token(Arc<str>),
+    OAuth {
+        server: Arc<ResourceServer>,
+        /// Where the Protected Resource Metadata is served (the challenge names it).
+        metadata_url: Arc<str>,
+        /// The paths it is served at.
+        metadata_paths: Arc<[String]>,
+    },
+}
+
+/// The bearer token of an `Authorization` header.
+fn bearer(header: Option<&str>) -> Option<&str> {
+    let (scheme, rest) = header?.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| rest.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Where RFC 9728 puts the metadata of `resource`: the well-known path with the resource's own
+/// path appended (`/.well-known/oauth-protected-resource/mcp`); the bare well-known path is
+/// served too, for clients that try it first.
+fn metadata_locations(resource: &str) -> (String, Vec<String>) {
+    const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+    let Ok(url) = url::Url::parse(resource) else {
+        return (WELL_KNOWN.into(), vec![WELL_KNOWN.into()]);
+    };
+    let own = url.path().trim_end_matches('/');
+    let path = format!("{WELL_KNOWN}{own}");
+    let full = format!("{}{path}", url.origin().ascii_serialization());
+    let mut paths = vec![path];
+    if !own.is_empty() {
+        paths.push(WELL_KNOWN.into());
+    }
+    (full, paths)
+}
+
+/// The response that stops `request`, or `None` when it may reach MCP.
+async fn gatekeeper(access: &Access, request: &Request<Incoming>) -> Option<Response<Body>> {
+    let header = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match access {
+        Access::Open => None,
+        Access::Token(token) => (!authorized(header, token)).then(unauthorized),
+        Access::OAuth {
+            server,
+            metadata_url,
+            metadata_paths,
+        } => {
+            if request.method() == hyper::Method::GET
+                && metadata_paths.iter().any(|p| p == request.uri().path())
+            {
+                return Some(json_response(StatusCode::OK, &server.metadata()));
+            }
+            let Some(token) = bearer(header) else {
+                return Some(refused(
+                    StatusCode::UNAUTHORIZED,
+                    &server.challenge(metadata_url, None),
+                    "unauthorized",
+                    "rkmcp serve needs an access token of its authorization server (see the \
+                     resource_metadata in WWW-Authenticate)",
+                ));
+            };
+            match server.check(token).await {
+                Judgement::Accepted => None,
+                refusal @ Judgement::Invalid(_) => {
+                    let why = match &refusal {
+                        Judgement::Invalid(why) => why.clone(),
+                        _ => String::new(),
+                    };
+                    tracing::info!("access token refused: {why}");
+                    Some(refused(
+                        StatusCode::UNAUTHORIZED,
+                        &server.challenge(metadata_url, Some(&refusal)),
+                        "invalid_token",
+                        &why,
+                    ))
+                }
+                refusal @ Judgement::InsufficientScope(_) => Some(refused(
+                    StatusCode::FORBIDDEN,
+                    &server.challenge(metadata_url, Some(&refusal)),
+                    "insufficient_scope",
+                    "the access token lacks a scope rkmcp serve requires",
+                )),
+            }
+        }
+    }
+}
+
+/// Binds `addr` (so a taken port fails before anything else happens); with `[serve.auth]
+/// issuer`, reads the issuer's metadata; returns the bound address (port 0 picks one) and the
+/// serving future.
 pub async fn bind(
     gateway: Gateway,
     settings: &ServeSettings,
@@ -129,12 +246,26 @@ pub async fn bind(
         .await
         .map_err(|source| ListenError::Bind { addr, source })?;
     let bound = listener.local_addr().unwrap_or(addr);
+    let access = match (token, &settings.auth.issuer) {
+        (Some(token), _) => Access::Token(token.into()),
+        (None, Some(_)) => {
+            let server = ResourceServer::start(&settings.auth, &format!("http://{bound}/mcp"))
+                .await
+                .map_err(ListenError::Auth)?;
+            let (metadata_url, paths) = metadata_locations(server.resource());
+            Access::OAuth {
+                server: Arc::new(server),
+                metadata_url: metadata_url.into(),
+                metadata_paths: paths.into(),
+            }
+        }
+        (None, None) => Access::Open,
+    };
     let service = StreamableHttpService::new(
         move || Ok(gateway.connection()),
         Arc::new(LocalSessionManager::default()),
         server_config(settings, cancel.clone()),
     );
-    let token: Option<Arc<str>> = token.map(Into::into);
     let serving = async move {
         loop {
             let (stream, peer) = tokio::select! {
@@ -150,19 +281,13 @@ pub async fn bind(
                 },
             };
             let service = service.clone();
-            let token = token.clone();
+            let access = access.clone();
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let service = service.clone();
-                let token = token.clone();
+                let access = access.clone();
                 async move {
-                    if let Some(token) = &token {
-                        let header = request
-                            .headers()
-                            .get(hyper::header::AUTHORIZATION)
-                            .and_then(|v| v.to_str().ok());
-                        if !authorized(header, token) {
-                            return Ok::<_, Infallible>(unauthorized());
-                        }
+                    if let Some(stop) = gatekeeper(&access, &request).await {
+                        return Ok::<_, Infallible>(stop);
                     }
                     Ok(service.handle(request).await)
                 }
@@ -192,7 +317,10 @@ mod tests {
         let err = listen_address("0.0.0.0:8765", false)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("bearer_token_env"), "{err}");
+        assert!(
+            err.contains("bearer_token_env") && err.contains("issuer"),
+            "{err}"
+        );
         assert!(listen_address("0.0.0.0:8765", true).is_ok());
         let err = listen_address("localhost", false).unwrap_err().to_string();
         assert!(err.contains("HOST:PORT"), "{err}");
@@ -206,5 +334,27 @@ mod tests {
         assert!(!authorized(Some("Bearer s3cretX"), "s3cret"));
         assert!(!authorized(Some("Basic s3cret"), "s3cret"));
         assert!(!authorized(None, "s3cret"));
+    }
+
+    #[test]
+    fn protected_resource_metadata_lives_where_rfc_9728_puts_it() {
+        let (url, paths) = metadata_locations("http://127.0.0.1:8765/mcp");
+        assert_eq!(
+            url,
+            "http://127.0.0.1:8765/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            paths,
+            [
+                "/.well-known/oauth-protected-resource/mcp",
+                "/.well-known/oauth-protected-resource"
+            ]
+        );
+        let (url, paths) = metadata_locations("https://board.example.org/");
+        assert_eq!(
+            url,
+            "https://board.example.org/.well-known/oauth-protected-resource"
+        );
+        assert_eq!(paths, ["/.well-known/oauth-protected-resource"]);
     }
 }

@@ -1,8 +1,9 @@
 //! What the gateway records about each request: a tracing span (method, server, tool, duration,
 //! outcome) and, with `[serve] instrumentation = PATH`, one JSON line per request.
 //!
-//! Lines are written by a background task, so a slow disk never delays a response; a write that
-//! fails is logged once and the gateway keeps serving.
+//! Lines are written by a background task, so a slow disk never delays a response (records that
+//! finish together go out in one write); a write that fails is logged once and the gateway keeps
+//! serving.
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -70,13 +71,19 @@ impl Instrumentation {
         let path: PathBuf = path.to_path_buf();
         tokio::spawn(async move {
             let mut failed = false;
+            let mut lines = Vec::new();
             while let Some(record) = rx.recv().await {
-                let Ok(mut line) = serde_json::to_vec(&record) else {
-                    continue;
-                };
-                line.push(b'\n');
+                // Whatever else finished meanwhile goes out in the same write.
+                lines.clear();
+                let mut next = Some(record);
+                while let Some(record) = next {
+                    if serde_json::to_writer(&mut lines, &record).is_ok() {
+                        lines.push(b'\n');
+                    }
+                    next = rx.try_recv().ok();
+                }
                 let written = async {
-                    file.write_all(&line).await?;
+                    file.write_all(&lines).await?;
                     file.flush().await
                 }
                 .await;

@@ -22,6 +22,12 @@
 //!
 //! [serve.auth]
 //! bearer_token_env = "RKMCP_SERVE_TOKEN"   # clients must send `Authorization: Bearer <it>`
+//! # … or, instead of a shared token, OAuth access tokens of an authorization server:
+//! issuer = "https://auth.example.org"       # whose tokens are accepted (metadata read at start)
+//! resource = "https://board.example.org/mcp"  # the audience tokens must name (default: the URL served)
+//! scopes = ["mcp:tools"]                    # scopes every token must carry
+//! introspection_client_id = "rkmcp-gateway" # for tokens that are not JWTs (RFC 7662)
+//! introspection_client_secret_env = "RKMCP_INTROSPECTION_SECRET"
 //! ```
 //!
 //! Tool calls are approved by `[chat.approval]` (deny patterns, guard plugins, auto_approve,
@@ -34,6 +40,7 @@ pub mod instrumentation;
 pub mod local_model;
 pub mod namespace;
 pub mod relay;
+pub mod resource_server;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -79,17 +86,42 @@ impl Default for ServeSettings {
     }
 }
 
-/// `[serve.auth]`.
+/// `[serve.auth]`: who may use the HTTP endpoint — a shared bearer token, or the access tokens
+/// of an OAuth authorization server ([`resource_server`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthSettings {
     /// The environment variable holding the bearer token clients must present.
     pub bearer_token_env: Option<String>,
+    /// The authorization server whose access tokens are accepted (its issuer identifier).
+    pub issuer: Option<String>,
+    /// This gateway's resource URI, which tokens must name as their audience. Default: the URL
+    /// it serves, `http://HOST:PORT/mcp`.
+    pub resource: Option<String>,
+    /// Scopes every token must carry.
+    pub scopes: Vec<String>,
+    /// The gateway's client at the issuer, to introspect tokens that are not JWTs (RFC 7662).
+    pub introspection_client_id: Option<String>,
+    /// The variable holding that client's secret.
+    pub introspection_client_secret_env: Option<String>,
 }
 
 impl AuthSettings {
-    /// The token, if one is configured. Err: the variable is named but unset or empty.
+    /// Whether HTTP clients must authenticate (a bearer token or OAuth).
+    pub fn required(&self) -> bool {
+        self.bearer_token_env.is_some() || self.issuer.is_some()
+    }
+
+    /// The token, if one is configured. Err: the variable is named but unset or empty, or an
+    /// issuer is configured too.
     pub fn bearer_token(&self) -> Result<Option<String>, String> {
+        if self.bearer_token_env.is_some() && self.issuer.is_some() {
+            return Err(
+                "[serve.auth]: set either bearer_token_env (one shared token) or issuer (OAuth access \
+                 tokens), not both"
+                    .into(),
+            );
+        }
         let Some(var) = &self.bearer_token_env else {
             return Ok(None);
         };
@@ -205,7 +237,11 @@ pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Sta
         );
     }
     let manager = Arc::new(manager);
-    let forwarder = tokio::spawn(forward_changes(manager.clone(), downstream.clone()));
+    let forwarder = tokio::spawn(forward_changes(
+        manager.clone(),
+        downstream.clone(),
+        inflight.clone(),
+    ));
     let shared = Arc::new(Shared {
         manager,
         approver,
@@ -214,6 +250,7 @@ pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Sta
         downstream,
         inflight,
         page_size: settings.page_size.max(1),
+        roots: config_roots(config),
     });
     Ok(Started {
         gateway: Gateway::new(shared.clone()),
@@ -223,9 +260,16 @@ pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Sta
 }
 
 /// Tells every connected client when a list behind the gateway changed or a subscribed
-/// resource was updated. The per-session readers live in a `JoinSet` owned by this future, so
-/// aborting it stops them all (and lets go of nothing that holds a session).
-async fn forward_changes(manager: Arc<SessionManager>, downstream: Arc<downstream::Downstream>) {
+/// resource was updated, and passes on a server's log messages sent while none of its requests
+/// is in flight (those inside a request go on that request's stream, see [`relay`]). The
+/// per-session readers live in a `JoinSet` owned by this future, so aborting it stops them all
+/// (and lets go of nothing that holds a session).
+#[allow(deprecated)] // logging is deprecated by SEP-2577 but current servers and clients use it.
+async fn forward_changes(
+    manager: Arc<SessionManager>,
+    downstream: Arc<downstream::Downstream>,
+    inflight: Arc<relay::InFlight>,
+) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut readers = tokio::task::JoinSet::new();
     for session in manager.sessions() {
@@ -250,6 +294,9 @@ async fn forward_changes(manager: Arc<SessionManager>, downstream: Arc<downstrea
     drop(tx);
     drop(manager);
     while let Some((server, prefixed, event)) = rx.recv().await {
+        if matches!(event, SessionEvent::Log { .. }) && inflight.target(&server).is_some() {
+            continue;
+        }
         for peer in downstream.all() {
             let sent = match &event {
                 SessionEvent::ListRefreshed { list, .. } => match list {
@@ -259,6 +306,20 @@ async fn forward_changes(manager: Arc<SessionManager>, downstream: Arc<downstrea
                         peer.notify_resource_list_changed().await
                     }
                 },
+                SessionEvent::Log {
+                    level,
+                    logger,
+                    data,
+                    ..
+                } => {
+                    let mut params =
+                        rmcp::model::LoggingMessageNotificationParam::new(*level, data.clone());
+                    params.logger = Some(match logger {
+                        Some(l) => format!("{server}/{l}"),
+                        None => server.clone(),
+                    });
+                    peer.notify_logging_message(params).await
+                }
                 SessionEvent::ResourceUpdated { uri, .. } => {
                     let uri = namespace::namespaced_uri(&server, prefixed, uri);
                     peer.notify_resource_updated(
@@ -277,7 +338,9 @@ async fn forward_changes(manager: Arc<SessionManager>, downstream: Arc<downstrea
 
 /// Serves one client on stdin/stdout until it disconnects.
 pub async fn serve_stdio(started: &Started) -> anyhow::Result<()> {
-    let service = rmcp::serve_server(started.gateway.clone(), rmcp::transport::stdio())
+    // Clients start the gateway with pipes: reading and writing them on the IO reactor saves
+    // two hand-offs to tokio's blocking pool per request (stdin and stdout are blocking there).
+    let service = rmcp::serve_server(started.gateway.clone(), rmcp::transport::stdio_pipes())
         .await
         .map_err(|e| anyhow::anyhow!("the client's initialization failed: {e}"))?;
     let reason = service.waiting().await;
@@ -335,10 +398,19 @@ mod tests {
     fn an_unset_token_variable_is_an_error_naming_it() {
         let auth = AuthSettings {
             bearer_token_env: Some("RKMCP_TEST_SURELY_UNSET_VAR".into()),
+            ..AuthSettings::default()
         };
         let err = auth.bearer_token().unwrap_err();
         assert!(err.contains("RKMCP_TEST_SURELY_UNSET_VAR"), "{err}");
         assert_eq!(AuthSettings::default().bearer_token(), Ok(None));
+        // One way to authenticate, not two.
+        let both = AuthSettings {
+            bearer_token_env: Some("T".into()),
+            issuer: Some("https://auth.example.org".into()),
+            ..AuthSettings::default()
+        };
+        assert!(both.bearer_token().unwrap_err().contains("not both"));
+        assert!(both.required() && !AuthSettings::default().required());
     }
 
     #[test]

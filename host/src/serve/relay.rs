@@ -243,24 +243,26 @@ pub async fn relay_with_events<T>(
     }
 }
 
-/// Asks the client of `ctx` what a server asked of the gateway.
+/// Asks the client of `ctx` what a server asked of the gateway. If the server cancels its
+/// request meanwhile (its side of `reply` closes), the question to the client is dropped, which
+/// tells the client with `notifications/cancelled` (see [`super::downstream::sample`]).
 async fn answer(ctx: &RequestContext<RoleServer>, ask: Ask) {
     match ask {
-        Ask::Sampling(params, reply) => {
-            let result = ctx
-                .peer
-                .create_message(params)
-                .await
-                .map_err(|e| service_error("", "sampling", e));
-            let _ = reply.send(result);
+        Ask::Sampling(params, mut reply) => {
+            tokio::select! {
+                result = super::downstream::sample(&ctx.peer, params) => {
+                    let _ = reply.send(result.map_err(|e| service_error("", "sampling", e)));
+                }
+                _ = reply.closed() => {}
+            }
         }
-        Ask::Elicitation(params, reply) => {
-            let result = ctx
-                .peer
-                .create_elicitation(params)
-                .await
-                .map_err(|e| service_error("", "elicitation", e));
-            let _ = reply.send(result);
+        Ask::Elicitation(params, mut reply) => {
+            tokio::select! {
+                result = super::downstream::elicit(&ctx.peer, params) => {
+                    let _ = reply.send(result.map_err(|e| service_error("", "elicitation", e)));
+                }
+                _ = reply.closed() => {}
+            }
         }
     }
 }

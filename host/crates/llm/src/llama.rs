@@ -195,10 +195,15 @@ impl LlamaBackend {
                     tracing::warn!("the llguidance grammar does not compile, using GBNF: {err}");
                     None
                 }
+                // The built-in grammars of some formats name their markers as special tokens;
+                // a model whose vocabulary lacks one cannot be held to it. The answer is still
+                // read by the detector: generate freely rather than fail the turn.
                 Err(err) => {
-                    return Err(LlmError::Request(format!(
-                        "invalid llguidance grammar: {err}"
-                    )));
+                    tracing::warn!(
+                        "the llguidance grammar does not compile for this model, generating \
+                         without a grammar: {err}"
+                    );
+                    None
                 }
             },
             None => None,
