@@ -398,20 +398,7 @@ impl<'a> Py<'a> {
     }
 
     fn err(&self, what: &str) -> String {
-        // Control characters are escaped: the error is one line, shown to people and to the model.
-        let near: String = self
-            .rest()
-            .chars()
-            .take(20)
-            .flat_map(|c| {
-                let escaped: Vec<char> = if c.is_control() {
-                    c.escape_default().collect()
-                } else {
-                    vec![c]
-                };
-                escaped
-            })
-            .collect();
+        let near = near(self.rest(), 20);
         if near.is_empty() {
             format!("{what} at end of input")
         } else {
@@ -645,6 +632,24 @@ impl<'a> Py<'a> {
         }
         Err(self.err("unterminated string"))
     }
+}
+
+
+/// The first `chars` characters of `rest` for an error message, control characters escaped:
+/// the error is one line, shown to people and to the model (and a detector plugin's errors are
+/// escaped the same way at the plugin boundary, so native and plugin errors agree).
+pub(crate) fn near(rest: &str, chars: usize) -> String {
+    rest.chars()
+        .take(chars)
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 #[cfg(test)]

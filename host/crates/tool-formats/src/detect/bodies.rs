@@ -125,7 +125,7 @@ pub(crate) fn tag_args(
             break;
         }
         let Some(after_open) = t.strip_prefix(open) else {
-            let near: String = t.chars().take(30).collect();
+            let near = crate::parse::near(t, 30);
             return Err(format!(
                 "unexpected text `{near}` where {open}…> was expected"
             ));
@@ -200,7 +200,7 @@ pub(crate) fn qwen_functions(raw: &str, inner: &str, terminated: bool) -> Vec<Pa
     while !rest.trim().is_empty() {
         let r = rest.trim_start();
         let Some(after) = r.strip_prefix("<function=") else {
-            let near: String = r.chars().take(30).collect();
+            let near = crate::parse::near(r, 30);
             out.push(Parsed::bad(
                 raw,
                 format!("unexpected text `{near}` where <function=…> was expected"),

@@ -68,7 +68,7 @@ fn deepseek_calls(raw: &str, inner: &str, _terminated: bool) -> Vec<Parsed> {
             break;
         }
         let Some(after) = t.strip_prefix(DS_CALL_BEGIN) else {
-            let near: String = t.chars().take(30).collect();
+            let near = crate::parse::near(t, 30);
             out.push(Parsed::bad(
                 raw,
                 format!("unexpected text `{near}` where {DS_CALL_BEGIN} was expected"),

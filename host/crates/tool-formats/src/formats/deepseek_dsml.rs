@@ -86,7 +86,7 @@ fn dsml_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
             break;
         }
         let Some(after) = t.strip_prefix(INVOKE) else {
-            let near: String = t.chars().take(30).collect();
+            let near = crate::parse::near(t, 30);
             out.push(Parsed::bad(
                 raw,
                 format!("unexpected text `{near}` where {INVOKE} was expected"),
@@ -131,7 +131,7 @@ fn dsml_params(body: &str) -> Result<Value, String> {
             break;
         }
         let after = t.strip_prefix(PARAM).ok_or_else(|| {
-            let near: String = t.chars().take(30).collect();
+            let near = crate::parse::near(t, 30);
             format!("unexpected text `{near}` where {PARAM} was expected")
         })?;
         let gt = after.find('>').ok_or("unterminated parameter tag")?;

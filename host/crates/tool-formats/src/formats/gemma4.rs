@@ -165,20 +165,7 @@ impl<'a> Lit<'a> {
     }
 
     fn err(&self, what: &str) -> String {
-        // Control characters are escaped: the error is one line, shown to people and to the model.
-        let near: String = self
-            .rest()
-            .chars()
-            .take(20)
-            .flat_map(|c| {
-                let escaped: Vec<char> = if c.is_control() {
-                    c.escape_default().collect()
-                } else {
-                    vec![c]
-                };
-                escaped
-            })
-            .collect();
+        let near = crate::parse::near(self.rest(), 20);
         format!("{what} at byte {} (near `{near}`)", self.pos)
     }
 

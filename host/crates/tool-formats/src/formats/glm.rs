@@ -93,7 +93,7 @@ fn glm_call(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
             break;
         }
         let Some(after_key) = r.strip_prefix(KEY) else {
-            let near: String = r.chars().take(30).collect();
+            let near = crate::parse::near(r, 30);
             return vec![Parsed::bad(
                 raw,
                 format!("unexpected text `{near}` where {KEY} was expected"),

@@ -81,7 +81,7 @@ fn kimi_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
             break;
         }
         let Some(after) = t.strip_prefix(CALL) else {
-            let near: String = t.chars().take(30).collect();
+            let near = crate::parse::near(t, 30);
             out.push(Parsed::bad(
                 raw,
                 format!("unexpected text `{near}` where {CALL} was expected"),
