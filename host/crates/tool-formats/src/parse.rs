@@ -634,7 +634,6 @@ impl<'a> Py<'a> {
     }
 }
 
-
 /// The first `chars` characters of `rest` for an error message, control characters escaped:
 /// the error is one line, shown to people and to the model (and a detector plugin's errors are
 /// escaped the same way at the plugin boundary, so native and plugin errors agree).
