@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
+use super::grammar::{Rules, call_list, lit, text_until, xml_args};
 use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
@@ -217,16 +217,10 @@ fn grammar(tools: &[ToolDef], parallel: bool) -> String {
     let mut r = Rules::default();
     let text = text_until(&mut r, PARAM_END, &[]);
     call_list(tools, parallel, "WS?", &mut r, |t, r| {
-        let schema = args_schema(t);
-        let items: Vec<(String, bool)> = params(&schema)
-            .iter()
-            .map(|p| {
-                let (value, is_text) = text_value(p.schema, &text, PARAM_END);
-                let open = format!("{PARAM} name=\"{}\" string=\"{is_text}\">", p.name);
-                (format!("{} {value}", lit(&open)), p.required)
-            })
-            .collect();
-        let args = ordered(&items, "WS?", r).unwrap_or_default();
+        let args = xml_args(t, &text, PARAM_END, "WS?", r, |name, value, is_text| {
+            let open = format!("{PARAM} name=\"{name}\" string=\"{is_text}\">");
+            format!("{} {value}", lit(&open))
+        });
         format!(
             "{} WS? {args} WS? {}",
             lit(&format!("{INVOKE} name=\"{}\">", t.name)),

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
+use super::grammar::{Rules, call_list, lit, text_until, xml_args};
 use super::{Format, Grammar, Hints, LarkShape, THINK, tool_response_result, xml_text};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
@@ -145,19 +145,10 @@ fn grammar(tools: &[ToolDef], parallel: bool) -> String {
     let mut r = Rules::default();
     let text = text_until(&mut r, VALUE_END, &[]);
     call_list(tools, parallel, "WS?", &mut r, |t, r| {
-        let schema = args_schema(t);
-        let items: Vec<(String, bool)> = params(&schema)
-            .iter()
-            .map(|p| {
-                let (value, _) = text_value(p.schema, &text, VALUE_END);
-                let key = format!("{KEY}{}{KEY_END}", p.name);
-                (
-                    format!("{} WS? {} {value} WS?", lit(&key), lit(VALUE)),
-                    p.required,
-                )
-            })
-            .collect();
-        let args = ordered(&items, "", r).unwrap_or_default();
+        let args = xml_args(t, &text, VALUE_END, "", r, |name, value, _| {
+            let key = format!("{KEY}{name}{KEY_END}");
+            format!("{} WS? {} {value} WS?", lit(&key), lit(VALUE))
+        });
         format!(
             "{} WS? {args} \"</tool_call>\"",
             lit(&format!("<tool_call>{}", t.name))

@@ -196,6 +196,28 @@ pub(crate) fn text_value(schema: &Value, text: &str, close: &str) -> (String, bo
     (format!("{} {}", json_expr(schema), lit(close)), false)
 }
 
+/// The arguments of `tool` in an XML-style call: one element per listed parameter in schema
+/// order, required ones present, `sep` between them. `element(name, value, is_text)` writes one
+/// element around the value expression [`text_value`] gives (ended by `close`).
+pub(crate) fn xml_args(
+    tool: &ToolDef,
+    text: &str,
+    close: &str,
+    sep: &str,
+    rules: &mut Rules,
+    element: impl Fn(&str, &str, bool) -> String,
+) -> String {
+    let schema = args_schema(tool);
+    let items: Vec<(String, bool)> = params(&schema)
+        .iter()
+        .map(|p| {
+            let (value, is_text) = text_value(p.schema, text, close);
+            (element(p.name, &value, is_text), p.required)
+        })
+        .collect();
+    ordered(&items, sep, rules).unwrap_or_default()
+}
+
 /// One call object `{"name": NAME, "<args_key>": {…}}` of `tool` as `%json`, as the JSON-call
 /// grammars write it.
 pub(crate) fn json_call_expr(tool: &ToolDef, args_key: &str) -> String {

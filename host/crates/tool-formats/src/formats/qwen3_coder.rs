@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
+use super::grammar::{Rules, call_list, lit, text_until, xml_args};
 use super::{Format, Grammar, Hints, LarkShape, THINK, tool_response_result, xml_text};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
@@ -66,16 +66,9 @@ fn grammar(tools: &[ToolDef], parallel: bool) -> String {
     let mut r = Rules::default();
     let text = text_until(&mut r, CLOSE, &["</parameter>"]);
     call_list(tools, parallel, "WS?", &mut r, |t, r| {
-        let schema = args_schema(t);
-        let items: Vec<(String, bool)> = params(&schema)
-            .iter()
-            .map(|p| {
-                let (value, _) = text_value(p.schema, &text, CLOSE);
-                let open = format!("<parameter={}>\n", p.name);
-                (format!("{} {value} WS?", lit(&open)), p.required)
-            })
-            .collect();
-        let args = ordered(&items, "", r).unwrap_or_default();
+        let args = xml_args(t, &text, CLOSE, "", r, |name, value, _| {
+            format!("{} {value} WS?", lit(&format!("<parameter={name}>\n")))
+        });
         format!(
             "\"<tool_call>\" WS? {} WS? {args} \"</function>\" WS? \"</tool_call>\"",
             lit(&format!("<function={}>", t.name))

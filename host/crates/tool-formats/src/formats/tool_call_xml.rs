@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::grammar::{Rules, args_schema, call_list, lit, ordered, params, text_until, text_value};
+use super::grammar::{Rules, call_list, lit, text_until, xml_args};
 use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, xml_text};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
@@ -140,16 +140,9 @@ fn grammar(tools: &[ToolDef], parallel: bool) -> String {
     let mut r = Rules::default();
     let text = text_until(&mut r, CLOSE, &[]);
     call_list(tools, parallel, "WS?", &mut r, |t, r| {
-        let schema = args_schema(t);
-        let items: Vec<(String, bool)> = params(&schema)
-            .iter()
-            .map(|p| {
-                let (value, _) = text_value(p.schema, &text, CLOSE);
-                let open = format!("<argument name=\"{}\">", p.name);
-                (format!("{} {value}", lit(&open)), p.required)
-            })
-            .collect();
-        let args = ordered(&items, "WS?", r).unwrap_or_default();
+        let args = xml_args(t, &text, CLOSE, "WS?", r, |name, value, _| {
+            format!("{} {value}", lit(&format!("<argument name=\"{name}\">")))
+        });
         format!(
             "{} WS? {args} WS? \"</tool_call>\"",
             lit(&format!("<tool_call name=\"{}\">", t.name))
