@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
-    ElicitResult, ElicitationAction, RequestId, Root, ServerRequest,
+    ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, Root,
+    ServerRequest,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{ErrorData, Peer, RoleServer};
@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::local_model::LocalModel;
-use super::relay::{Ask, InFlight};
+use super::relay::{Ask, CancelOnDrop, InFlight};
 use crate::chat::approval::{ApprovalRequest, PromptAnswer, Prompter};
 use crate::mcp::client_requests::{ClientRequests, NonInteractive, USER_REJECTED};
 
@@ -240,12 +240,13 @@ async fn ask_client(
     let handle = peer
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await?;
-    let mut guard = CancelOnDrop {
-        peer: peer.clone(),
-        id: Some(handle.id.clone()),
-    };
+    let mut guard = CancelOnDrop::new(
+        peer.clone(),
+        handle.id.clone(),
+        "the server behind rkmcp cancelled its request",
+    );
     let result = handle.await_response().await;
-    guard.id = None;
+    guard.disarm();
     result
 }
 
@@ -270,28 +271,6 @@ pub async fn elicit(
     match ask_client(peer, request).await? {
         ClientResult::ElicitResult(result) => Ok(result),
         _ => Err(rmcp::ServiceError::UnexpectedResponse),
-    }
-}
-
-/// Sends `notifications/cancelled` for a request to the client that was abandoned.
-struct CancelOnDrop {
-    peer: Peer<RoleServer>,
-    id: Option<RequestId>,
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
-        let peer = self.peer.clone();
-        let params = CancelledNotificationParam::new(
-            Some(id),
-            Some("the server behind rkmcp cancelled its request".into()),
-        );
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = peer.notify_cancelled(params).await;
-            });
-        }
     }
 }
 

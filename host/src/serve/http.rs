@@ -206,24 +206,23 @@ async fn gatekeeper(access: &Access, request: &Request<Incoming>) -> Option<Resp
                      resource_metadata in WWW-Authenticate)",
                 ));
             };
-            match server.check(token).await {
+            let verdict = server.check(token).await;
+            // Written only for a refusal: accepted requests are the hot path.
+            let challenge = || server.challenge(metadata_url, Some(&verdict));
+            match &verdict {
                 Judgement::Accepted => None,
-                refusal @ Judgement::Invalid(_) => {
-                    let why = match &refusal {
-                        Judgement::Invalid(why) => why.clone(),
-                        _ => String::new(),
-                    };
+                Judgement::Invalid(why) => {
                     tracing::info!("access token refused: {why}");
                     Some(refused(
                         StatusCode::UNAUTHORIZED,
-                        &server.challenge(metadata_url, Some(&refusal)),
+                        &challenge(),
                         "invalid_token",
-                        &why,
+                        why,
                     ))
                 }
-                refusal @ Judgement::InsufficientScope(_) => Some(refused(
+                Judgement::InsufficientScope(_) => Some(refused(
                     StatusCode::FORBIDDEN,
-                    &server.challenge(metadata_url, Some(&refusal)),
+                    &challenge(),
                     "insufficient_scope",
                     "the access token lacks a scope rkmcp serve requires",
                 )),

@@ -106,10 +106,11 @@ pub async fn send_tool_call(
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await?;
     let token = handle.progress_token.clone();
-    let mut guard = CancelOnDrop {
-        peer: peer.clone(),
-        id: Some(handle.id.clone()),
-    };
+    let mut guard = CancelOnDrop::new(
+        peer.clone(),
+        handle.id.clone(),
+        "cancelled by the gateway's client",
+    );
     let answer = async move {
         let result = handle.await_response().await;
         guard.disarm();
@@ -129,30 +130,54 @@ pub async fn send_tool_call(
     Ok((token, answer))
 }
 
-/// Tells the server a request is abandoned, unless its answer came.
-struct CancelOnDrop {
-    peer: Peer<RoleClient>,
-    id: Option<RequestId>,
+/// A peer that can be told a request it was sent is abandoned: the servers behind the gateway
+/// (it is their client) and the gateway's clients (it is their server). rmcp's two `Peer` roles
+/// share no trait for `notify_cancelled`.
+pub trait Cancellable: Send + 'static {
+    fn cancel(self, params: CancelledNotificationParam) -> impl Future<Output = ()> + Send;
 }
 
-impl CancelOnDrop {
-    fn disarm(&mut self) {
-        self.id = None;
+impl Cancellable for Peer<RoleClient> {
+    async fn cancel(self, params: CancelledNotificationParam) {
+        let _ = self.notify_cancelled(params).await;
     }
 }
 
-impl Drop for CancelOnDrop {
+impl Cancellable for Peer<RoleServer> {
+    async fn cancel(self, params: CancelledNotificationParam) {
+        let _ = self.notify_cancelled(params).await;
+    }
+}
+
+/// Tells the peer a request is abandoned (`notifications/cancelled` with `reason`), unless its
+/// answer came ([`CancelOnDrop::disarm`]).
+pub struct CancelOnDrop<P: Cancellable> {
+    peer: Option<P>,
+    id: RequestId,
+    reason: &'static str,
+}
+
+impl<P: Cancellable> CancelOnDrop<P> {
+    pub fn new(peer: P, id: RequestId, reason: &'static str) -> Self {
+        CancelOnDrop {
+            peer: Some(peer),
+            id,
+            reason,
+        }
+    }
+
+    pub fn disarm(&mut self) {
+        self.peer = None;
+    }
+}
+
+impl<P: Cancellable> Drop for CancelOnDrop<P> {
     fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
-        let peer = self.peer.clone();
-        let params = CancelledNotificationParam::new(
-            Some(id),
-            Some("cancelled by the gateway's client".into()),
-        );
+        let Some(peer) = self.peer.take() else { return };
+        let params =
+            CancelledNotificationParam::new(Some(self.id.clone()), Some(self.reason.into()));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = peer.notify_cancelled(params).await;
-            });
+            runtime.spawn(peer.cancel(params));
         }
     }
 }

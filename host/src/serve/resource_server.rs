@@ -283,7 +283,8 @@ impl ResourceServer {
         {
             return verdict.clone();
         }
-        let (verdict, claims_exp) = if looks_like_jwt(token) && self.jwks_uri.is_some() {
+        let jwt = looks_like_jwt(token);
+        let (verdict, claims_exp) = if jwt && self.jwks_uri.is_some() {
             (self.check_jwt(token).await, None)
         } else if self.introspection.is_some() {
             self.introspect(token).await
@@ -297,7 +298,7 @@ impl ResourceServer {
         };
         // JWT verdicts are cheap to recompute; introspection answers are cached briefly (an
         // accepted token never past its expiry).
-        if self.introspection.is_some() && !looks_like_jwt(token) {
+        if self.introspection.is_some() && !jwt {
             let mut ttl = INTROSPECTION_CACHE;
             if let Some(exp) = claims_exp {
                 ttl = ttl.min(Duration::from_secs(exp.saturating_sub(now_secs())));
