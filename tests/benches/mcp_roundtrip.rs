@@ -14,7 +14,9 @@
 //! Gateway: the same rmcp client calling `echo` directly and through `rkmcp serve` (stdio both
 //! ways, the gateway in front of the same server), p50 and p99 and 8 calls in flight, as ratios
 //! (target: at most 1.3x direct at p50), against the fixture (the worst case: the server costs
-//! nothing) and server-everything.
+//! nothing) and server-everything. Also through a relay that copies bytes and reads nothing
+//! (`rkmcp-fixture-server --relay`): what any stdio gateway costs, so `gateway / relay` is the
+//! share of rkmcp's own work.
 //!
 //! Run: `cargo bench -p rkmcp-tests --bench mcp_roundtrip` (after scripts/setup).
 //! Env: BENCH_CALLS (default 2000), BENCH_FLAVOR=current|multi|both (default both),
@@ -449,12 +451,25 @@ async fn gateway_latency(t: &Target, calls: usize) -> anyhow::Result<()> {
             gateway_target(t, Path::new(&baseline), base_dir.path())?,
         ));
     }
+    // The floor of any stdio gateway: a process that copies bytes both ways without reading
+    // them (one more process, two more pipe hops). `gateway / relay` is what rkmcp's own work
+    // costs; `relay / direct` what no gateway can avoid.
+    let mut relay_args = vec!["--relay".to_string(), t.program.clone()];
+    relay_args.extend(t.args.iter().cloned());
+    let relay = Target {
+        label: "relay",
+        program: FIXTURE.into(),
+        args: relay_args,
+        tool: t.tool,
+    };
     let rounds = 2;
     let n = calls / rounds;
     let mut direct = Vec::new();
+    let mut relayed = Vec::new();
     let mut through: Vec<Vec<Stats>> = gateways.iter().map(|_| Vec::new()).collect();
     for _ in 0..rounds {
         direct.push(rmcp_direct(t, n, 1).await?.0);
+        relayed.push(rmcp_direct(&relay, n, 1).await?.0);
         for (i, (_, g)) in gateways.iter().enumerate() {
             through[i].push(rmcp_direct(g, n, 1).await?.0);
         }
@@ -465,20 +480,28 @@ async fn gateway_latency(t: &Target, calls: usize) -> anyhow::Result<()> {
     };
     let d = mean(&direct);
     let (_, d8) = rmcp_direct(t, calls, 8).await?;
+    let r = mean(&relayed);
     println!(
         "\n## rkmcp serve ({} echo over stdio, rmcp client): direct p50 {:.1}µs p99 {:.1}µs, 8 in flight {d8:.0} calls/s",
         t.label, d.p50, d.p99
+    );
+    println!(
+        "  relay     p50 {:.1}µs p99 {:.1}µs; /direct p50 {:.2}x (a byte-copying process: the floor of any stdio gateway)",
+        r.p50,
+        r.p99,
+        r.p50 / d.p50
     );
     for (i, (label, g)) in gateways.iter().enumerate() {
         let s = mean(&through[i]);
         let (_, g8) = rmcp_direct(g, calls, 8).await?;
         println!(
             "  {label:<9} p50 {:.1}µs p99 {:.1}µs; /direct p50 {:.2}x (target <= 1.3x), p99 {:.2}x; \
-             8 in flight {g8:.0} calls/s ({:.2}x direct)",
+             /relay p50 {:.2}x; 8 in flight {g8:.0} calls/s ({:.2}x direct)",
             s.p50,
             s.p99,
             s.p50 / d.p50,
             s.p99 / d.p99,
+            s.p50 / r.p50,
             g8 / d8
         );
     }

@@ -457,6 +457,96 @@ fn a_client_without_a_back_channel_approves_through_input_required() {
     }
 }
 
+/// The levels of the `chatter` log messages a client got, per server (logger), sorted.
+fn chatter_levels(out: &Value) -> Vec<(String, String)> {
+    let mut got: Vec<(String, String)> = out["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| {
+            l["data"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("chatter at"))
+        })
+        .map(|l| {
+            let logger = l["logger"].as_str().unwrap_or_default();
+            let server = logger.split('/').next().unwrap_or_default().to_string();
+            (server, l["level"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    got.sort();
+    got
+}
+
+#[test]
+fn each_client_gets_the_servers_logs_at_the_level_it_asked_for() {
+    // The same server behind twice: `new` speaks 2026-07-28 with the gateway (it logs only at
+    // the level a request asks for in `_meta`), `old` 2025-11-25 (it logs every level and
+    // leaves the filtering to its client).
+    let home = tempfile::tempdir().unwrap();
+    let python = deps().join("venv/bin/python").display().to_string();
+    let server = repo()
+        .join("tests/servers/protocol_server.py")
+        .display()
+        .to_string();
+    let toml = format!(
+        "{}{}\n[chat.approval]\nauto_approve = [\"*\"]\n",
+        stdio_entry("new", &python, std::slice::from_ref(&server), ""),
+        stdio_entry("old", &python, &[server], "protocol = \"2025-11-25\"\n"),
+    );
+    let config = write(home.path(), "rkmcp.toml", &toml)
+        .display()
+        .to_string();
+    let calls = json!([{"name": "new__chatter"}, {"name": "old__chatter"}]);
+    let levels = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(s, l)| (s.to_string(), l.to_string()))
+            .collect()
+    };
+    let run = |plan: Value| {
+        let out = python_client(&plan, &stdio_target(&config, &["--no-local-model"]));
+        for name in ["new__chatter", "old__chatter"] {
+            assert_eq!(
+                call_result(&out, name)["text"],
+                "said four things",
+                "{out:#}"
+            );
+        }
+        out
+    };
+
+    // A 2025-11-25 client sets its level with logging/setLevel.
+    let out = run(json!({
+        "mode": "legacy", "set_level": "warning", "calls": calls,
+        "env": isolated_env(home.path()),
+    }));
+    assert_eq!(
+        chatter_levels(&out),
+        levels(&[
+            ("new", "error"),
+            ("new", "warning"),
+            ("old", "error"),
+            ("old", "warning")
+        ]),
+        "{out:#}"
+    );
+
+    // A 2026-07-28 client asks per request, and gets nothing when it does not ask.
+    let out = run(json!({
+        "mode": "auto", "log_level": "error", "calls": calls,
+        "env": isolated_env(home.path()),
+    }));
+    assert_eq!(out["protocol_version"], "2026-07-28", "{out:#}");
+    assert_eq!(
+        chatter_levels(&out),
+        levels(&[("new", "error"), ("old", "error")]),
+        "{out:#}"
+    );
+    let out = run(json!({"mode": "auto", "calls": calls, "env": isolated_env(home.path())}));
+    assert_eq!(chatter_levels(&out), levels(&[]), "{out:#}");
+}
+
 /// `rkmcp serve --http 127.0.0.1:PORT` running; killed on drop.
 struct HttpGateway {
     child: Child,

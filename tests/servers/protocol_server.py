@@ -9,6 +9,8 @@ versions with `initialize`, so the same tools exercise both lifecycles:
 - `show_roots` asks for the client's roots (`roots/list`, or an input request on 2026-07-28).
 - `tools_list_calls` says how often `tools/list` was answered; with `--ttl-ms N` every
   `tools/list` result carries `ttlMs: N`, and a client honouring it lists again when it expires.
+- `chatter` logs "chatter at LEVEL" at debug, info, warning and error during the call (on
+  2026-07-28 the SDK sends only the levels the request's `_meta` log level allows).
 
 Usage: python protocol_server.py [--ttl-ms N]
 """
@@ -17,7 +19,7 @@ import sys
 from typing import Annotated
 
 from mcp.server.caching import CacheHint
-from mcp.server.mcpserver import Elicit, ListRoots, MCPServer, Resolve
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve
 from mcp_types import ListRootsResult
 from pydantic import BaseModel
 
@@ -71,6 +73,14 @@ def show_roots(roots: Annotated[ListRootsResult, Resolve(client_roots)]) -> str:
 def tools_list_calls() -> str:
     """How many times tools/list was answered."""
     return str(CountingServer.list_calls)
+
+
+@server.tool()
+async def chatter(ctx: Context) -> str:
+    """Logs one message at each of four levels, then answers."""
+    for level in ("debug", "info", "warning", "error"):
+        await ctx.log(level, f"chatter at {level}")
+    return "said four things"
 
 
 if __name__ == "__main__":

@@ -9,13 +9,14 @@ document with what it saw. As a client it declares elicitation and sampling:
 - any other form (a server behind the gateway asking) is accepted with `{"name": "Ada"}`;
 - a sampling request is answered with the text `sampled by the test client`;
 - with `roots` in the plan, it declares roots (those directories) and answers `roots/list`;
-- with `set_level`, it sends `logging/setLevel` first; log messages it gets are in `logs`.
+- with `set_level`, it sends `logging/setLevel` first; with `log_level`, every request asks for
+  that level in `_meta` (2026-07-28); log messages it gets are in `logs`.
 
 Usage: python serve_client.py PLAN_JSON (--stdio CMD ARG... | --url URL)
 PLAN_JSON: {"mode": "legacy"|"auto", "approve": "...", "calls": [{"name": ..., "arguments": {...},
             "until": TEXT (repeat the call, up to 15 s, until its text contains TEXT)}],
             "read": ["uri", ...], "prompts": [{"name": ..., "arguments": {...}}],
-            "roots": ["/abs/dir", ...], "set_level": "debug"}
+            "roots": ["/abs/dir", ...], "set_level": "debug", "log_level": "error"}
 """
 
 import asyncio
@@ -82,6 +83,7 @@ async def main() -> None:
         elicitation_callback=on_elicit,
         sampling_callback=on_sample,
         logging_callback=on_log,
+        log_level=plan.get("log_level"),
         read_timeout_seconds=120,
         **extra,
     ) as client:

@@ -234,10 +234,15 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // `serve` relays small messages between pipes and sockets: on one thread, a request and
+    // its answer never wake another worker (cross-thread wake-ups were most of the gateway's
+    // added latency). Generation and blocking prompts run on tokio's blocking pool either way.
+    let mut builder = if matches!(cli.command, Command::Serve(_)) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("rkmcp: cannot start the async runtime: {err}");

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, Root,
-    ServerRequest,
+    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    LoggingLevel, Root, ServerRequest,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{ErrorData, Peer, RoleServer};
@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::local_model::LocalModel;
+use super::log_floor::most_verbose;
 use super::relay::{Ask, CancelOnDrop, InFlight};
 use crate::chat::approval::{ApprovalRequest, PromptAnswer, Prompter};
 use crate::mcp::client_requests::{ClientRequests, NonInteractive, USER_REJECTED};
@@ -34,22 +35,51 @@ pub struct Downstream {
     /// The roots the connected client declared, narrowed to the configured ones; `None` until
     /// a client that has roots answers `roots/list`.
     client_roots: Mutex<Option<Vec<Root>>>,
+    /// The level each connection set with `logging/setLevel`.
+    log_levels: Mutex<HashMap<u64, LoggingLevel>>,
 }
 
 impl Downstream {
     /// Records `peer` (connection `id`) as connected and as the one to ask.
     pub fn seen(&self, id: u64, peer: &Peer<RoleServer>) {
-        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
-        peers.retain(|_, p| !p.is_transport_closed());
+        let mut peers = self.live_peers();
         peers.entry(id).or_insert_with(|| peer.clone());
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(peer.clone());
     }
 
-    /// Every live client (for notifications to all).
-    pub fn all(&self) -> Vec<Peer<RoleServer>> {
+    /// The connected clients, without those that went away (and their log levels).
+    fn live_peers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Peer<RoleServer>>> {
         let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         peers.retain(|_, p| !p.is_transport_closed());
-        peers.values().cloned().collect()
+        self.log_levels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|id, _| peers.contains_key(id));
+        peers
+    }
+
+    /// Every live client with its connection id (for notifications to all).
+    pub fn all(&self) -> Vec<(u64, Peer<RoleServer>)> {
+        let peers = self.live_peers();
+        peers.iter().map(|(id, p)| (*id, p.clone())).collect()
+    }
+
+    /// Records the level connection `id` set; returns the level to ask the servers for: the
+    /// most verbose any connected client set.
+    pub fn set_log_level(&self, id: u64, level: LoggingLevel) -> LoggingLevel {
+        let _peers = self.live_peers();
+        let mut levels = self.log_levels.lock().unwrap_or_else(|e| e.into_inner());
+        levels.insert(id, level);
+        most_verbose(levels.values().copied()).unwrap_or(level)
+    }
+
+    /// The level connection `id` set, if it did.
+    pub fn log_level(&self, id: u64) -> Option<LoggingLevel> {
+        self.log_levels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .copied()
     }
 
     /// The client's roots (already narrowed), if it declared any.
@@ -97,7 +127,7 @@ fn can_elicit(peer: &Peer<RoleServer>) -> bool {
             .contains(&rmcp::service::ElicitationMode::Form)
 }
 
-fn has_back_channel(peer: &Peer<RoleServer>) -> bool {
+pub fn has_back_channel(peer: &Peer<RoleServer>) -> bool {
     !peer.is_transport_closed()
         && peer
             .peer_info()

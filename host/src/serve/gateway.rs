@@ -15,8 +15,8 @@ use rmcp::model::{
     ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    Resource, ResourceTemplate, ResultType, ServerCapabilities, SetLevelRequestParams,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    RequestMetaObject, Resource, ResourceTemplate, ResultType, ServerCapabilities,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -25,6 +25,7 @@ use serde_json::Value;
 use super::downstream::{Downstream, ElicitPrompter, InputPrompter, approval_input, call_state};
 use super::instrumentation::{Instrumentation, Record};
 use super::local_model::{self, LocalModel};
+use super::log_floor::LogFloor;
 use super::namespace;
 use super::relay::{self, InFlight};
 use crate::chat::approval::{ApprovalRequest, Approver, Prompter, Verdict};
@@ -73,6 +74,18 @@ impl Gateway {
     /// A handler for another connection (HTTP sessions).
     pub fn connection(&self) -> Self {
         Gateway::new(self.shared.clone())
+    }
+
+    /// Which of the servers' log messages go to the client of this request (see [`LogFloor`]).
+    fn log_floor(
+        &self,
+        context: &RequestContext<RoleServer>,
+        meta: Option<&RequestMetaObject>,
+    ) -> LogFloor {
+        LogFloor::for_request(
+            &[meta, Some(&context.meta)],
+            self.shared.downstream.log_level(self.id),
+        )
     }
 
     fn manager(&self) -> &SessionManager {
@@ -339,10 +352,12 @@ impl Gateway {
             .as_ref()
             .and_then(|m| m.get_progress_token())
             .or_else(|| context.meta.get_progress_token());
-        // None of the client's `_meta` travels on: it describes the client's connection to the
-        // gateway, not the gateway's to the server. rmcp gives the request its own progress
-        // token; the server's progress under it goes back under the client's.
-        forwarded.meta = None;
+        // None of the client's `_meta` travels on but its log level: the rest describes the
+        // client's connection to the gateway, not the gateway's to the server. rmcp gives the
+        // request its own progress token; the server's progress under it goes back under the
+        // client's.
+        let logs = self.log_floor(context, forwarded.meta.as_ref());
+        forwarded.meta = logs.forwarded_meta();
         let what = format!("calling tool `{tool}`");
         let peer = session.peer();
         // Listening before the call goes out: its first progress may come at once.
@@ -355,6 +370,7 @@ impl Gateway {
             events,
             context,
             &self.shared.inflight,
+            logs,
             &what,
             theirs.map(|t| (ours, t)),
             answer,
@@ -589,12 +605,14 @@ impl ServerHandler for Gateway {
                 let (session, own) = routed?;
                 let mut forwarded = request.clone();
                 forwarded.uri = own.clone();
-                forwarded.meta = None;
+                let logs = self.log_floor(&context, forwarded.meta.as_ref());
+                forwarded.meta = logs.forwarded_meta();
                 let peer = session.peer();
                 let response = relay::relay(
                     &session,
                     &context,
                     &self.shared.inflight,
+                    logs,
                     &format!("reading resource `{own}`"),
                     peer.read_resource_once(forwarded),
                 )
@@ -712,12 +730,14 @@ impl ServerHandler for Gateway {
                 };
                 let mut forwarded = request.clone();
                 forwarded.name = found.prompt.name.clone();
-                forwarded.meta = None;
+                let logs = self.log_floor(&context, forwarded.meta.as_ref());
+                forwarded.meta = logs.forwarded_meta();
                 let peer = found.session.peer();
                 let response = relay::relay(
                     &found.session,
                     &context,
                     &self.shared.inflight,
+                    logs,
                     &format!("getting prompt `{}`", found.prompt.name),
                     peer.get_prompt_once(forwarded),
                 )
@@ -747,7 +767,8 @@ impl ServerHandler for Gateway {
             |_| "ok",
             async {
                 let mut forwarded = request.clone();
-                forwarded.meta = None;
+                let logs = self.log_floor(&context, forwarded.meta.as_ref());
+                forwarded.meta = logs.forwarded_meta();
                 let session = match &mut forwarded.r#ref {
                     Reference::Prompt(p) => {
                         let found = self
@@ -780,6 +801,7 @@ impl ServerHandler for Gateway {
                     &session,
                     &context,
                     &self.shared.inflight,
+                    logs,
                     "completion",
                     peer.complete(forwarded),
                 )
@@ -799,11 +821,14 @@ impl ServerHandler for Gateway {
         // Every server behind that logs gets the client's level (a server that fails to take
         // it keeps its configured `log_level`, and the failure is logged, not the client's).
         self.observe("logging/setLevel", None, None, &context, |_| "ok", async {
+            // The servers are asked for the most verbose level any client wants; what this
+            // client did not ask for is filtered out on its way (see `LogFloor`).
+            let level = self.shared.downstream.set_log_level(self.id, request.level);
             let sessions = self.manager().sessions();
             let asks = sessions
                 .iter()
                 .filter(|s| s.speaks_set_level())
-                .map(|s| s.set_log_level(request.level));
+                .map(|s| s.set_log_level(level));
             for err in futures::future::join_all(asks)
                 .await
                 .into_iter()

@@ -38,6 +38,7 @@ pub mod gateway;
 pub mod http;
 pub mod instrumentation;
 pub mod local_model;
+pub mod log_floor;
 pub mod namespace;
 pub mod relay;
 pub mod resource_server;
@@ -49,6 +50,7 @@ use std::time::Duration;
 use rkmcp_llm::ModelConfig;
 use serde::Deserialize;
 
+use self::log_floor::LogFloor;
 use crate::chat::approval::Approver;
 use crate::chat::sampling::{SamplingPolicy, SamplingSettings};
 use crate::chat::settings::ChatSettings;
@@ -297,7 +299,14 @@ async fn forward_changes(
         if matches!(event, SessionEvent::Log { .. }) && inflight.target(&server).is_some() {
             continue;
         }
-        for peer in downstream.all() {
+        for (id, peer) in downstream.all() {
+            if let SessionEvent::Log { level, .. } = &event {
+                // Outside a request, a 2026-07-28 client (no back-channel) gets no logs.
+                let floor = LogFloor::for_connection(downstream.log_level(id));
+                if !downstream::has_back_channel(&peer) || !floor.passes(*level) {
+                    continue;
+                }
+            }
             let sent = match &event {
                 SessionEvent::ListRefreshed { list, .. } => match list {
                     ListKind::Tools => peer.notify_tool_list_changed().await,

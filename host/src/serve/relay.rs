@@ -18,6 +18,7 @@ use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 use tokio::sync::{mpsc, oneshot};
 
+use super::log_floor::LogFloor;
 use crate::mcp::{Session, SessionEvent};
 
 /// A request of a server, to be asked of the client whose call it is serving.
@@ -183,25 +184,29 @@ impl<P: Cancellable> Drop for CancelOnDrop<P> {
 }
 
 /// Runs `request` against `session` for the client of `ctx`.
+/// `logs`: which of the server's log messages meanwhile go to that client.
 pub async fn relay<T>(
     session: &Session,
     ctx: &RequestContext<RoleServer>,
     inflight: &InFlight,
+    logs: LogFloor,
     what: &str,
     request: impl Future<Output = Result<T, rmcp::ServiceError>>,
 ) -> Result<T, ErrorData> {
     let events = session.subscribe();
-    relay_with_events(session, events, ctx, inflight, what, None, request).await
+    relay_with_events(session, events, ctx, inflight, logs, what, None, request).await
 }
 
 /// [`relay`] for a request already sent: `events` must have been subscribed before it was,
 /// or the server's first progress messages are missed. `progress`: (the token the request went
 /// out with, see [`send_tool_call`]; the client's own token).
+#[allow(clippy::too_many_arguments)] // each is one thing the relay needs; a struct would be used once
 pub async fn relay_with_events<T>(
     session: &Session,
     mut events: tokio::sync::broadcast::Receiver<SessionEvent>,
     ctx: &RequestContext<RoleServer>,
     inflight: &InFlight,
+    logs: LogFloor,
     what: &str,
     progress: Option<(ProgressToken, ProgressToken)>,
     request: impl Future<Output = Result<T, rmcp::ServiceError>>,
@@ -251,7 +256,7 @@ pub async fn relay_with_events<T>(
                         let _ = ctx.peer.notify_progress(params).await;
                     }
                 }
-                Ok(SessionEvent::Log { level, logger, data, .. }) => {
+                Ok(SessionEvent::Log { level, logger, data, .. }) if logs.passes(level) => {
                     let logger = Some(match logger {
                         Some(l) => format!("{server}/{l}"),
                         None => server.clone(),

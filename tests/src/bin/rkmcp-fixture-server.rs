@@ -4,9 +4,12 @@
 //! paginated lists, a tool list that changes while connected, a near-zero-cost `echo` for
 //! measuring client overhead, a server that never answers and one that dies at start, one that
 //! answers with a protocol version of its choosing, one that records `logging/setLevel`.
+//! `--relay PROGRAM ARGS…` is no server at all: it runs PROGRAM and copies bytes between it and
+//! its own stdio without reading them, the floor any stdio gateway is measured against.
 //!
 //! Usage: rkmcp-fixture-server [--tools N] [--page-size K] [--prefix P] [--hang] [--die]
 //!        [--protocol-version V] [--logging]
+//!        rkmcp-fixture-server --relay PROGRAM [ARG…]
 // logging/setLevel is deprecated by SEP-2577 (2026-07-28); this fixture records it on purpose.
 #![allow(deprecated)]
 use std::borrow::Cow;
@@ -249,6 +252,9 @@ impl ServerHandler for Fixture {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(at) = args.iter().position(|a| a == "--relay") {
+        return relay(&args[at + 1..]).await;
+    }
     let flag = |name: &str| args.iter().any(|a| a == name);
     let value = |name: &str| {
         args.iter()
@@ -297,5 +303,40 @@ async fn main() -> anyhow::Result<()> {
     };
     let running = server.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
+    Ok(())
+}
+
+/// `--relay PROGRAM ARGS…`: one more process and two more pipe hops, and nothing else (the same
+/// non-blocking stdio as `rkmcp serve`).
+async fn relay(command: &[String]) -> anyhow::Result<()> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("--relay needs a command"))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut to_child = child
+        .stdin
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
+    let mut from_child = child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+    let (mut reader, mut writer) = rmcp::transport::stdio_pipes();
+    let down = async {
+        tokio::io::copy(&mut reader, &mut to_child).await?;
+        drop(to_child);
+        anyhow::Ok(())
+    };
+    let up = async {
+        tokio::io::copy(&mut from_child, &mut writer).await?;
+        anyhow::Ok(())
+    };
+    tokio::try_join!(down, up)?;
+    child.wait().await?;
     Ok(())
 }
