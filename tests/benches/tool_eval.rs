@@ -27,7 +27,8 @@
 //! "explicit"`) or `required` (grammar: call only); a suffix `@N` shows only the N tools that best
 //! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default); a suffix `+gbnf` holds
 //! the rounds with llama.cpp's GBNF sampler instead of llguidance, `+copyN` sets `copy_bias = N`
-//! (the user's words get N added to their logits in rounds that may call). `--limit N` takes N
+//! (the user's words get N added to their logits in rounds that may call; without it, rkmcp's
+//! default `auto`: 2 for a model file under 300 MiB, so `+copy0` turns grounding off). `--limit N` takes N
 //! questions spread evenly over the set. Greedy decoding. Every configuration prints its
 //! generation speed (tok/s), so constrained and free generation compare within one run.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
@@ -39,7 +40,7 @@ use std::time::Instant;
 use rkmcp::chat::ChatEngine;
 use rkmcp::chat::approval::{ApprovalConfig, Approver};
 use rkmcp::chat::settings::{
-    Auto, ChatSettings, GrammarEngine, Shortlist, ToolChoice, ToolDecision,
+    Auto, ChatSettings, CopyBias, GrammarEngine, Shortlist, ToolChoice, ToolDecision,
 };
 use rkmcp::mcp::SessionManager;
 use rkmcp_llm::{ModelConfig, SamplingConfig, SharedBackend};
@@ -162,20 +163,21 @@ struct Spec {
     shortlist: Shortlist,
     /// `+gbnf`: llama.cpp's GBNF sampler instead of llguidance (the default).
     engine: GrammarEngine,
-    /// `+copyN`: `copy_bias = N`.
-    copy_bias: f32,
+    /// `+copyN`: `copy_bias = N`; none: the default (`auto`).
+    copy_bias: CopyBias,
 }
 
 fn parse_spec(full: &str) -> Result<Spec, String> {
     let mut s = full;
     let mut engine = GrammarEngine::Llguidance;
-    let mut copy_bias = 0.0f32;
+    let mut copy_bias = CopyBias::Auto;
     while let Some((head, suffix)) = s.rsplit_once('+') {
         if suffix == "gbnf" {
             engine = GrammarEngine::Gbnf;
         } else if let Some(n) = suffix.strip_prefix("copy") {
             copy_bias = n
-                .parse()
+                .parse::<f32>()
+                .map(CopyBias::Fixed)
                 .map_err(|_| format!("`+{suffix}`: expected +copyN with a number N"))?;
         } else {
             return Err(format!("unknown suffix `+{suffix}` (+gbnf, +copyN)"));
@@ -983,7 +985,7 @@ async fn main() {
             spec.mode,
             spec.shortlist,
             spec.engine,
-            spec.copy_bias.to_string(),
+            format!("{:?}", spec.copy_bias),
         );
         if let Some((_, earlier)) = seen.iter().find(|(k, _)| *k == key) {
             eprintln!("[{}] same settings as {earlier}: not run again", spec.name);

@@ -132,6 +132,8 @@ pub struct ChatEngine {
     /// `after_result` resolved against the model file's size: tools that answered are left
     /// out of the grammar of the turn's later rounds.
     exclude_answered: bool,
+    /// `copy_bias` resolved against the model file's size.
+    copy_bias: f32,
 }
 
 impl ChatEngine {
@@ -146,6 +148,7 @@ impl ChatEngine {
         let model_bytes = std::fs::metadata(&info.model).ok().map(|m| m.len());
         let shortlist_max = settings.tool_shortlist.resolve(model_bytes);
         let exclude_answered = settings.after_result.excludes_answered(model_bytes);
+        let copy_bias = settings.copy_bias.resolve(model_bytes);
         let transcript = Transcript {
             model: info.model.display().to_string(),
             backend: info.backend.to_string(),
@@ -170,6 +173,7 @@ impl ChatEngine {
             converter: None,
             shortlist_max,
             exclude_answered,
+            copy_bias,
         };
         engine.refresh_tools();
         engine
@@ -690,7 +694,7 @@ impl ChatEngine {
         request.guide = plan.guide.clone();
         request.temperature = plan.temperature;
         // Rounds that may call lean towards the words of the user's message (`copy_bias`).
-        if self.settings.copy_bias != 0.0 && plan.grammar_name != "answer-only" {
+        if self.copy_bias != 0.0 && plan.grammar_name != "answer-only" {
             request.prefer = self
                 .history
                 .iter()
@@ -698,7 +702,7 @@ impl ChatEngine {
                 .find(|m| m.role == rkmcp_llm::Role::User)
                 .map(|m| vec![m.content.clone()])
                 .unwrap_or_default();
-            request.prefer_bias = self.settings.copy_bias;
+            request.prefer_bias = self.copy_bias;
         }
         let mut generated = self.generate(request, events, cancel).await?;
         let mut stats: Vec<Stats> = generated.finished.iter().map(|f| f.1.clone()).collect();

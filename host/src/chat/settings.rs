@@ -183,6 +183,74 @@ impl Serialize for Shortlist {
     }
 }
 
+/// `copy_bias`: how much a round that may call leans towards the words of the user's message.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum CopyBias {
+    /// [`CopyBias::TINY`] for a tiny model (a model file under
+    /// [`Shortlist::TINY_MODEL_BYTES`]), none for others.
+    #[default]
+    Auto,
+    /// Added to the logits of those tokens (0: none).
+    Fixed(f32),
+}
+
+impl CopyBias {
+    /// What the tool evaluation found best for the embedded 135M model.
+    pub const TINY: f32 = 2.0;
+
+    /// The bias for a model file of `model_bytes`.
+    pub fn resolve(self, model_bytes: Option<u64>) -> f32 {
+        match self {
+            CopyBias::Fixed(b) => b,
+            CopyBias::Auto => match model_bytes {
+                Some(b) if b < Shortlist::TINY_MODEL_BYTES => Self::TINY,
+                _ => 0.0,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for CopyBias {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(CopyBias::Auto);
+        }
+        match s.parse::<f32>() {
+            Ok(b) if b.is_finite() => Ok(CopyBias::Fixed(b)),
+            _ => Err(format!("expected \"auto\" or a number, got `{s}`")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CopyBias {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(n) if n.is_finite() => Ok(CopyBias::Fixed(n as f32)),
+            Raw::Number(n) => Err(serde::de::Error::custom(format!(
+                "expected a finite number, got {n}"
+            ))),
+            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl Serialize for CopyBias {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CopyBias::Auto => s.serialize_str("auto"),
+            CopyBias::Fixed(b) => s.serialize_f32(*b),
+        }
+    }
+}
+
 /// `after_result`: what the model may call once a tool answered in this turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -245,8 +313,9 @@ pub struct ChatSettings {
     /// What enforces those grammars: `llguidance` (the default) or `gbnf`.
     pub grammar_engine: GrammarEngine,
     /// Added to the logits of the tokens of the user's message in rounds that may call (CPU
-    /// backend), so a small model copies values from the message instead of inventing them.
-    pub copy_bias: f32,
+    /// backend), so a small model copies values from the message instead of inventing them
+    /// (`auto`: [`CopyBias::TINY`] for a tiny model, none for others).
+    pub copy_bias: CopyBias,
     /// Generate → call → feed back, at most this many times per user turn.
     pub max_rounds: u32,
     /// Rounds that must call (a forced call, the explicit decision) and rounds that answer from
@@ -297,7 +366,7 @@ impl Default for ChatSettings {
             tool_shortlist: Shortlist::Auto,
             constrained_decoding: true,
             grammar_engine: GrammarEngine::Llguidance,
-            copy_bias: 0.0,
+            copy_bias: CopyBias::Auto,
             greedy_tool_rounds: true,
             max_rounds: 5,
             max_fix_attempts: 2,
@@ -332,6 +401,23 @@ mod tests {
         assert_eq!(Shortlist::Auto.resolve(Some(2 << 30)), 0);
         assert_eq!(Shortlist::Auto.resolve(None), 0);
         assert_eq!(Shortlist::Max(0).resolve(Some(1)), 0);
+    }
+
+    #[test]
+    fn copy_bias_takes_auto_or_a_number_and_auto_depends_on_the_model_size() {
+        let parse = |t: &str| toml::from_str::<ChatSettings>(t).map(|s| s.copy_bias);
+        assert_eq!(parse("").unwrap(), CopyBias::Auto);
+        assert_eq!(parse("copy_bias = 3").unwrap(), CopyBias::Fixed(3.0));
+        assert_eq!(parse("copy_bias = 1.5").unwrap(), CopyBias::Fixed(1.5));
+        assert_eq!(parse("copy_bias = \"auto\"").unwrap(), CopyBias::Auto);
+        let err = parse("copy_bias = \"lots\"").unwrap_err().to_string();
+        assert!(err.contains("auto") && err.contains("lots"), "{err}");
+        assert_eq!("0".parse::<CopyBias>(), Ok(CopyBias::Fixed(0.0)));
+        assert!("inf".parse::<CopyBias>().is_err());
+        assert_eq!(CopyBias::Auto.resolve(Some(98 << 20)), CopyBias::TINY);
+        assert_eq!(CopyBias::Auto.resolve(Some(2 << 30)), 0.0);
+        assert_eq!(CopyBias::Auto.resolve(None), 0.0);
+        assert_eq!(CopyBias::Fixed(0.0).resolve(Some(1)), 0.0);
     }
 
     #[test]

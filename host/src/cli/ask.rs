@@ -140,6 +140,10 @@ pub struct ChatArgs {
     /// tiny model, all for others).
     #[arg(long, value_name = "N|auto")]
     pub tool_shortlist: Option<crate::chat::settings::Shortlist>,
+    /// How much rounds that may call lean towards the words of your message, so a small model
+    /// copies values from it instead of inventing them (0: not at all; auto: for a tiny model).
+    #[arg(long, value_name = "N|auto")]
+    pub copy_bias: Option<crate::chat::settings::CopyBias>,
     /// Let the model write freely instead of constraining calls with a grammar.
     #[arg(long)]
     pub no_constrain: bool,
@@ -178,6 +182,9 @@ impl ChatArgs {
         }
         if let Some(v) = self.tool_decision {
             settings.tool_decision = v;
+        }
+        if let Some(v) = self.copy_bias {
+            settings.copy_bias = v;
         }
         if self.no_constrain {
             settings.constrained_decoding = false;
