@@ -55,17 +55,18 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_CONFIGS: &[&str] = &[
-    // Free generation (no grammar) with the default shortlist: the speed baseline.
+    // Free generation (no grammar): the speed baseline.
     "auto:plain@auto",
-    // The defaults (Hermes for SmolLM2's ChatML template, explicit decision, `auto` shortlist),
+    // Hermes for SmolLM2's ChatML template, explicit decision, `auto` shortlist, no grounding;
     // held by llguidance, then by llama.cpp's GBNF sampler.
+    "auto:explicit@auto+copy0",
+    "auto:explicit@auto+copy0+gbnf",
+    // The defaults (grounding: `copy_bias = "auto"`, 2 for this model), and a stronger bias.
     "auto:explicit@auto",
-    "auto:explicit@auto+gbnf",
-    // The quick start's format.
-    "tool-call-json:explicit@auto",
-    // Grounding: the user's words preferred in rounds that may call.
-    "auto:explicit@auto+copy2",
     "auto:explicit@auto+copy4",
+    // The quick start's format, without and with grounding.
+    "tool-call-json:explicit@auto+copy0",
+    "tool-call-json:explicit@auto",
 ];
 
 // ------------------------------------------------------------------------------------------------

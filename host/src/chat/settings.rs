@@ -110,6 +110,12 @@ impl std::str::FromStr for ToolDecision {
     }
 }
 
+/// Whether a model file of `model_bytes` is tiny ([`Shortlist::TINY_MODEL_BYTES`]): the `auto`
+/// settings that help the embedded 135M model apply to it and not to bigger ones.
+pub fn is_tiny(model_bytes: Option<u64>) -> bool {
+    model_bytes.is_some_and(|b| b < Shortlist::TINY_MODEL_BYTES)
+}
+
 /// `tool_shortlist`: how many tools the model is shown per message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Shortlist {
@@ -138,10 +144,8 @@ impl Shortlist {
     pub fn resolve(self, model_bytes: Option<u64>) -> usize {
         match self {
             Shortlist::Max(n) => n,
-            Shortlist::Auto => match model_bytes {
-                Some(b) if b < Self::TINY_MODEL_BYTES => Self::TINY,
-                _ => 0,
-            },
+            Shortlist::Auto if is_tiny(model_bytes) => Self::TINY,
+            Shortlist::Auto => 0,
         }
     }
 }
@@ -202,10 +206,8 @@ impl CopyBias {
     pub fn resolve(self, model_bytes: Option<u64>) -> f32 {
         match self {
             CopyBias::Fixed(b) => b,
-            CopyBias::Auto => match model_bytes {
-                Some(b) if b < Shortlist::TINY_MODEL_BYTES => Self::TINY,
-                _ => 0.0,
-            },
+            CopyBias::Auto if is_tiny(model_bytes) => Self::TINY,
+            CopyBias::Auto => 0.0,
         }
     }
 }
@@ -274,7 +276,7 @@ impl AfterResult {
         match self {
             AfterResult::Any => false,
             AfterResult::OtherTools => true,
-            AfterResult::Auto => model_bytes.is_some_and(|b| b < Shortlist::TINY_MODEL_BYTES),
+            AfterResult::Auto => is_tiny(model_bytes),
         }
     }
 }
