@@ -224,10 +224,24 @@ pub async fn relay_with_events<T>(
     // A closed event channel (the session went away) must not be polled again: it would be
     // ready forever.
     let mut events_open = true;
+    let pass_on = Passer {
+        ctx,
+        server: &server,
+        logs,
+        progress: progress.as_ref(),
+    };
     loop {
         tokio::select! {
-            result = &mut request => {
-                return result.map_err(|e| service_error(&server, what, e));
+            // In this order: the client's cancellation and the deadline end the call even while
+            // a server floods it with logs, and the server's messages before its answer go out
+            // before the answer.
+            biased;
+            // Dropping `request` makes rmcp send notifications/cancelled to the server.
+            _ = ctx.ct.cancelled() => {
+                return Err(ErrorData::internal_error(
+                    format!("{what}: cancelled by the client"),
+                    None,
+                ));
             }
             _ = &mut deadline => {
                 return Err(ErrorData::internal_error(
@@ -238,37 +252,67 @@ pub async fn relay_with_events<T>(
                     None,
                 ));
             }
-            // Dropping `request` makes rmcp send notifications/cancelled to the server.
-            _ = ctx.ct.cancelled() => {
-                return Err(ErrorData::internal_error(
-                    format!("{what}: cancelled by the client"),
-                    None,
-                ));
-            }
-            Some(ask) = asks.recv() => answer(ctx, ask).await,
             event = events.recv(), if events_open => match event {
-                Ok(SessionEvent::Progress { params, .. }) => {
-                    if let Some((ours, theirs)) = &progress
-                        && params.progress_token == *ours
-                    {
-                        let mut params = params;
-                        params.progress_token = theirs.clone();
-                        let _ = ctx.peer.notify_progress(params).await;
-                    }
-                }
-                Ok(SessionEvent::Log { level, logger, data, .. }) if logs.passes(level) => {
-                    let logger = Some(match logger {
-                        Some(l) => format!("{server}/{l}"),
-                        None => server.clone(),
-                    });
-                    let mut params = LoggingMessageNotificationParam::new(level, data);
-                    params.logger = logger;
-                    let _ = ctx.peer.notify_logging_message(params).await;
-                }
+                Ok(event) => pass_on.event(event).await,
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => events_open = false,
                 // Lagging behind drops some progress messages, not the call.
-                _ => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
             },
+            result = &mut request => {
+                // rmcp hands each notification to a task of its own but the answer straight to
+                // the caller, so the server's last log or progress message before its answer
+                // may still be on its way to `events`: let those tasks run, then pass on what
+                // arrived.
+                tokio::task::yield_now().await;
+                loop {
+                    match events.try_recv() {
+                        Ok(event) => pass_on.event(event).await,
+                        Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => continue,
+                        Err(_) => break,
+                    }
+                }
+                return result.map_err(|e| service_error(&server, what, e));
+            }
+            Some(ask) = asks.recv() => answer(ctx, ask).await,
+        }
+    }
+}
+
+/// Passes a server's progress and log messages during one request on to that request's client.
+struct Passer<'a> {
+    ctx: &'a RequestContext<RoleServer>,
+    server: &'a str,
+    logs: LogFloor,
+    /// (the token the request went out with, the client's own token)
+    progress: Option<&'a (ProgressToken, ProgressToken)>,
+}
+
+impl Passer<'_> {
+    async fn event(&self, event: SessionEvent) {
+        match event {
+            SessionEvent::Progress { mut params, .. } => {
+                if let Some((ours, theirs)) = self.progress
+                    && params.progress_token == *ours
+                {
+                    params.progress_token = theirs.clone();
+                    let _ = self.ctx.peer.notify_progress(params).await;
+                }
+            }
+            SessionEvent::Log {
+                level,
+                logger,
+                data,
+                ..
+            } if self.logs.passes(level) => {
+                let logger = Some(match logger {
+                    Some(l) => format!("{}/{l}", self.server),
+                    None => self.server.to_string(),
+                });
+                let mut params = LoggingMessageNotificationParam::new(level, data);
+                params.logger = logger;
+                let _ = self.ctx.peer.notify_logging_message(params).await;
+            }
+            _ => {}
         }
     }
 }
