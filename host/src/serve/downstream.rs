@@ -67,7 +67,8 @@ impl Downstream {
     /// Records the level connection `id` set; returns the level to ask the servers for: the
     /// most verbose any connected client set.
     pub fn set_log_level(&self, id: u64, level: LoggingLevel) -> LoggingLevel {
-        let _peers = self.live_peers();
+        // Clients that went away no longer count.
+        drop(self.live_peers());
         let mut levels = self.log_levels.lock().unwrap_or_else(|e| e.into_inner());
         levels.insert(id, level);
         most_verbose(levels.values().copied()).unwrap_or(level)

@@ -76,16 +76,21 @@ impl Gateway {
         Gateway::new(self.shared.clone())
     }
 
-    /// Which of the servers' log messages go to the client of this request (see [`LogFloor`]).
-    fn log_floor(
+    /// Which of the servers' log messages go to the client of this request (see [`LogFloor`]),
+    /// and the `_meta` its forwarded copy carries instead of the client's own `meta`: only that
+    /// log level (the rest describes the client's connection to the gateway, not the gateway's
+    /// to the server).
+    fn forward_meta(
         &self,
         context: &RequestContext<RoleServer>,
-        meta: Option<&RequestMetaObject>,
+        meta: &mut Option<RequestMetaObject>,
     ) -> LogFloor {
-        LogFloor::for_request(
-            &[meta, Some(&context.meta)],
+        let logs = LogFloor::for_request(
+            &[meta.as_ref(), Some(&context.meta)],
             self.shared.downstream.log_level(self.id),
-        )
+        );
+        *meta = logs.forwarded_meta();
+        logs
     }
 
     fn manager(&self) -> &SessionManager {
@@ -352,12 +357,9 @@ impl Gateway {
             .as_ref()
             .and_then(|m| m.get_progress_token())
             .or_else(|| context.meta.get_progress_token());
-        // None of the client's `_meta` travels on but its log level: the rest describes the
-        // client's connection to the gateway, not the gateway's to the server. rmcp gives the
-        // request its own progress token; the server's progress under it goes back under the
-        // client's.
-        let logs = self.log_floor(context, forwarded.meta.as_ref());
-        forwarded.meta = logs.forwarded_meta();
+        // rmcp gives the request its own progress token; the server's progress under it goes
+        // back under the client's.
+        let logs = self.forward_meta(context, &mut forwarded.meta);
         let what = format!("calling tool `{tool}`");
         let peer = session.peer();
         // Listening before the call goes out: its first progress may come at once.
@@ -605,8 +607,7 @@ impl ServerHandler for Gateway {
                 let (session, own) = routed?;
                 let mut forwarded = request.clone();
                 forwarded.uri = own.clone();
-                let logs = self.log_floor(&context, forwarded.meta.as_ref());
-                forwarded.meta = logs.forwarded_meta();
+                let logs = self.forward_meta(&context, &mut forwarded.meta);
                 let peer = session.peer();
                 let response = relay::relay(
                     &session,
@@ -730,8 +731,7 @@ impl ServerHandler for Gateway {
                 };
                 let mut forwarded = request.clone();
                 forwarded.name = found.prompt.name.clone();
-                let logs = self.log_floor(&context, forwarded.meta.as_ref());
-                forwarded.meta = logs.forwarded_meta();
+                let logs = self.forward_meta(&context, &mut forwarded.meta);
                 let peer = found.session.peer();
                 let response = relay::relay(
                     &found.session,
@@ -767,8 +767,7 @@ impl ServerHandler for Gateway {
             |_| "ok",
             async {
                 let mut forwarded = request.clone();
-                let logs = self.log_floor(&context, forwarded.meta.as_ref());
-                forwarded.meta = logs.forwarded_meta();
+                let logs = self.forward_meta(&context, &mut forwarded.meta);
                 let session = match &mut forwarded.r#ref {
                     Reference::Prompt(p) => {
                         let found = self

@@ -321,12 +321,7 @@ async fn forward_changes(
                     data,
                     ..
                 } => {
-                    let mut params =
-                        rmcp::model::LoggingMessageNotificationParam::new(*level, data.clone());
-                    params.logger = Some(match logger {
-                        Some(l) => format!("{server}/{l}"),
-                        None => server.clone(),
-                    });
+                    let params = relay::log_message(&server, *level, logger.clone(), data.clone());
                     peer.notify_logging_message(params).await
                 }
                 SessionEvent::ResourceUpdated { uri, .. } => {

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotificationParam, ClientRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, LoggingMessageNotificationParam, ProgressToken, RequestId,
-    ServerResult,
+    ElicitRequestParams, ElicitResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressToken, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
@@ -278,6 +278,21 @@ pub async fn relay_with_events<T>(
     }
 }
 
+/// A server's log message as the gateway's clients get it: its logger under the server's name.
+pub fn log_message(
+    server: &str,
+    level: LoggingLevel,
+    logger: Option<String>,
+    data: serde_json::Value,
+) -> LoggingMessageNotificationParam {
+    let mut params = LoggingMessageNotificationParam::new(level, data);
+    params.logger = Some(match logger {
+        Some(l) => format!("{server}/{l}"),
+        None => server.to_string(),
+    });
+    params
+}
+
 /// Passes a server's progress and log messages during one request on to that request's client.
 struct Passer<'a> {
     ctx: &'a RequestContext<RoleServer>,
@@ -304,12 +319,7 @@ impl Passer<'_> {
                 data,
                 ..
             } if self.logs.passes(level) => {
-                let logger = Some(match logger {
-                    Some(l) => format!("{}/{l}", self.server),
-                    None => self.server.to_string(),
-                });
-                let mut params = LoggingMessageNotificationParam::new(level, data);
-                params.logger = logger;
+                let params = log_message(self.server, level, logger, data);
                 let _ = self.ctx.peer.notify_logging_message(params).await;
             }
             _ => {}
