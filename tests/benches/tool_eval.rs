@@ -29,7 +29,8 @@
 //! the rounds with llama.cpp's GBNF sampler instead of llguidance, `+copyN` sets `copy_bias = N`
 //! (the user's words get N added to their logits in rounds that may call; without it, rkmcp's
 //! default `auto`: 2 for a model file under 300 MiB, so `+copy0` turns grounding off). `--limit N` takes N
-//! questions spread evenly over the set. Greedy decoding. Every configuration prints its
+//! questions spread evenly over the set; `--scores` prints each question's best tool-match score
+//! (what the explicit decision's gate and the shortlist see) and stops. Greedy decoding. Every configuration prints its
 //! generation speed (tok/s), so constrained and free generation compare within one run.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
 use std::collections::BTreeMap;
@@ -517,6 +518,8 @@ struct Options {
     max_new_tokens: u32,
     context: u32,
     list: bool,
+    /// Print each question's best tool-match score (the `tools_match` gate) and stop.
+    scores: bool,
 }
 
 fn parse_options() -> Options {
@@ -527,6 +530,7 @@ fn parse_options() -> Options {
         max_new_tokens: 96,
         context: 4096,
         list: false,
+        scores: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -554,6 +558,7 @@ fn parse_options() -> Options {
             }
             "--context" => o.context = value("a number").parse().expect("--context: a number"),
             "--list" => o.list = true,
+            "--scores" => o.scores = true,
             // `cargo bench` passes --bench to harness-less benches.
             "--bench" => {}
             other => panic!(
@@ -975,6 +980,19 @@ async fn main() {
             approver,
         );
         let plan = engine.plan().clone();
+        if options.scores {
+            for (index, q) in &picked {
+                let scores = rkmcp::chat::shortlist::scores(&q.question, &plan.tools);
+                let (best, score) = scores
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| a.1.total_cmp(b.1))
+                    .map(|(i, s)| (plan.tools[i].name.as_str(), *s))
+                    .unwrap_or(("", 0.0));
+                println!("q{index:03} {score:6.2} {best:<28} want {}", q.expect_tool);
+            }
+            return;
+        }
         let tools: BTreeMap<String, Value> = plan
             .tools
             .iter()

@@ -341,7 +341,7 @@ async fn a_server_answering_an_unknown_version_is_refused_naming_both() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn log_level_is_set_where_the_version_has_logging() {
+async fn log_level_is_set_or_sent_with_each_call_as_the_version_says() {
     let dir = tempfile::tempdir().unwrap();
     let level_seen = |protocol: &'static str, log_level: &'static str| {
         let dir = dir.path().to_path_buf();
@@ -363,6 +363,7 @@ async fn log_level_is_set_where_the_version_has_logging() {
     };
     assert_eq!(level_seen("2025-11-25", "warning").await, "warning");
     assert_eq!(level_seen("2025-11-25", "").await, "none");
-    // 2026-07-28 removed logging/setLevel: nothing is sent.
-    assert_eq!(level_seen("2026-07-28", "warning").await, "none");
+    // 2026-07-28 removed logging/setLevel: the level goes with each call in `_meta`.
+    assert_eq!(level_seen("2026-07-28", "warning").await, "warning (_meta)");
+    assert_eq!(level_seen("2026-07-28", "").await, "none");
 }

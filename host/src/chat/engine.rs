@@ -362,7 +362,11 @@ impl ChatEngine {
         let mut fix_attempts = 0u32;
         // Calls that ran this turn (id, name, arguments), to catch a model repeating itself.
         let mut ran: Vec<(String, String, Value)> = Vec::new();
-        let mut state = RoundState::default();
+        let mut state = RoundState {
+            string_bound: (self.copy_bias != 0.0)
+                .then(|| round::string_bound_for(self.last_user_message().unwrap_or_default())),
+            ..RoundState::default()
+        };
         let mut generations: Vec<Stats> = Vec::new();
         let stop = loop {
             state.round += 1;
@@ -696,11 +700,8 @@ impl ChatEngine {
         // Rounds that may call lean towards the words of the user's message (`copy_bias`).
         if self.copy_bias != 0.0 && plan.grammar_name != "answer-only" {
             request.prefer = self
-                .history
-                .iter()
-                .rev()
-                .find(|m| m.role == rkmcp_llm::Role::User)
-                .map(|m| vec![m.content.clone()])
+                .last_user_message()
+                .map(|m| vec![m.to_string()])
                 .unwrap_or_default();
             request.prefer_bias = self.copy_bias;
         }
@@ -732,6 +733,15 @@ impl ChatEngine {
             grammar_name,
             stats,
         })
+    }
+
+    /// What the user said last: the words grounding (`copy_bias`) prefers.
+    fn last_user_message(&self) -> Option<&str> {
+        self.history
+            .iter()
+            .rev()
+            .find(|m| m.role == rkmcp_llm::Role::User)
+            .map(|m| m.content.as_str())
     }
 
     /// Streams one generation through the detector of this chat's format.

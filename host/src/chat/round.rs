@@ -1,6 +1,7 @@
 //! The plan of one generation: which grammar holds it and at what temperature. Pure: decided from
 //! the settings, the tools and what happened earlier in the turn.
 use rkmcp_llm::Capabilities;
+use serde_json::Value;
 
 use super::prompt::{self, ToolPlan};
 use super::settings::{ChatSettings, GrammarEngine};
@@ -16,6 +17,19 @@ pub struct RoundState {
     /// `after_result = "other-tools"`). The system prompt still lists them, so the prompt's
     /// prefix stays the same from round to round and its KV cache is reused.
     pub excluded: Vec<String>,
+    /// Grounding (`copy_bias`): string values whose schema does not bound them are held to this
+    /// many characters in the llguidance grammar. A value the model copies fits; one it invents
+    /// cannot run on to the token limit (the call would be lost as unreadable).
+    pub string_bound: Option<usize>,
+}
+
+/// The least [`RoundState::string_bound`]: long enough for any time zone, date, name or path
+/// the model writes from its own knowledge.
+pub const MIN_STRING_BOUND: usize = 48;
+
+/// The string bound for a turn whose user wrote `message`: a value copied from it fits whole.
+pub fn string_bound_for(message: &str) -> usize {
+    message.chars().count().max(MIN_STRING_BOUND)
 }
 
 /// How one generation is held.
@@ -53,6 +67,11 @@ pub fn plan_round(
             !out
         });
     }
+    if let Some(bound) = state.string_bound {
+        for t in &mut held.tools {
+            bound_strings(&mut t.input_schema, bound);
+        }
+    }
     // Every tool answered already: nothing is left to call.
     let answer_only = state.answer_only || (!excluded.is_empty() && held.tools.is_empty());
     let offered = if held.tools.is_empty() { plan } else { &held };
@@ -73,6 +92,32 @@ pub fn plan_round(
         grammar,
         temperature: greedy.then_some(0.0),
         excluded,
+    }
+}
+
+/// Gives every string schema in `schema` without a bound of its own (`maxLength`, `enum`,
+/// `const`, `pattern`, `format`) a `maxLength` of `bound`. GBNF grammars ignore it (unbounded
+/// strings there); llguidance, the default engine, holds it.
+fn bound_strings(schema: &mut Value, bound: usize) {
+    match schema {
+        Value::Object(o) => {
+            let is_string = match o.get("type") {
+                Some(Value::String(t)) => t == "string",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+                _ => false,
+            };
+            let unbounded = ["maxLength", "enum", "const", "pattern", "format"]
+                .iter()
+                .all(|k| !o.contains_key(*k));
+            if is_string && unbounded {
+                o.insert("maxLength".into(), bound.into());
+            }
+            for v in o.values_mut() {
+                bound_strings(v, bound);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| bound_strings(v, bound)),
+        _ => {}
     }
 }
 
@@ -171,7 +216,48 @@ mod tests {
             round,
             answer_only,
             excluded: excluded.iter().map(|s| s.to_string()).collect(),
+            string_bound: None,
         }
+    }
+
+    #[test]
+    fn grounding_bounds_the_strings_a_schema_leaves_open() {
+        let mut schema = json!({"type": "object", "properties": {
+            "free": {"type": "string"},
+            "either": {"type": ["string", "null"]},
+            "named": {"type": "string", "enum": ["a", "b"]},
+            "short": {"type": "string", "maxLength": 5},
+            "when": {"type": "string", "format": "date"},
+            "n": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}}
+        }});
+        bound_strings(&mut schema, 60);
+        let p = &schema["properties"];
+        assert_eq!(p["free"]["maxLength"], 60);
+        assert_eq!(p["either"]["maxLength"], 60);
+        assert_eq!(p["tags"]["items"]["maxLength"], 60);
+        assert_eq!(p["short"]["maxLength"], 5);
+        for open in ["named", "when", "n"] {
+            assert!(p[open].get("maxLength").is_none(), "{open}: {}", p[open]);
+        }
+        // Copied values fit whole; invented ones get room for a time zone or a path.
+        assert_eq!(string_bound_for("hi"), MIN_STRING_BOUND);
+        let long = "x".repeat(80);
+        assert_eq!(string_bound_for(&long), 80);
+
+        let (settings, plan) = setup(&["fx__echo"]);
+        let mut s = state(1, false, &[]);
+        let r = plan_round(&settings, &plan, caps(true), &s);
+        assert!(!r.guide.unwrap().contains("maxLength"));
+        s.string_bound = Some(60);
+        let r = plan_round(&settings, &plan, caps(true), &s);
+        assert!(r.guide.unwrap().contains(r#""maxLength":60"#));
+        // The plan itself (the prompt's tool list) is untouched.
+        assert!(
+            plan.tools[0].input_schema["properties"]["x"]
+                .get("maxLength")
+                .is_none()
+        );
     }
 
     #[test]

@@ -188,6 +188,10 @@ impl Serialize for Shortlist {
 }
 
 /// `copy_bias`: how much a round that may call leans towards the words of the user's message.
+/// Grounding on (not 0) also spends a word's bias once the model wrote it, prefers the tokens
+/// that close a string as much as the words (a copied value ends where it should), and holds string
+/// values the schema leaves open to the message's length (at least
+/// [`crate::chat::round::MIN_STRING_BOUND`] characters) in the llguidance grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum CopyBias {
     /// [`CopyBias::TINY`] for a tiny model (a model file under

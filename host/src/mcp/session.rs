@@ -686,19 +686,27 @@ impl Session {
             && !self.is_stateless()
     }
 
+    /// The configured `log_level` (the config loader has checked its spelling).
+    fn configured_log_level(&self) -> Option<LoggingLevel> {
+        let level = self.config.log_level.as_deref()?;
+        serde_json::from_value(serde_json::Value::String(level.to_string())).ok()
+    }
+
     /// Sends `logging/setLevel` when the config asks for a level and the server has logging.
-    /// A refusal is logged, not fatal: the server works without it.
+    /// A refusal is logged, not fatal: the server works without it. A 2026-07-28 server has no
+    /// setLevel: the level goes with each tool call instead (see [`Self::call_tool`]).
     async fn apply_log_level(&self) {
-        let Some(level) = self.config.log_level.as_deref() else {
+        let Some(level) = self.configured_log_level() else {
             return;
         };
-        if !self.speaks_set_level() {
-            tracing::info!(server = %self.name(), "log_level `{level}` not sent: the server's protocol version or capabilities have no logging/setLevel");
+        if self.is_stateless() {
+            tracing::debug!(server = %self.name(), "log_level {level:?} is sent with each tool call (`_meta`, 2026-07-28)");
             return;
         }
-        let parsed: Result<LoggingLevel, _> =
-            serde_json::from_value(serde_json::Value::String(level.to_string()));
-        let Ok(level) = parsed else { return };
+        if !self.speaks_set_level() {
+            tracing::info!(server = %self.name(), "log_level {level:?} not sent: the server has no logging capability");
+            return;
+        }
         if let Err(err) = self.set_log_level(level).await {
             tracing::warn!("{err}");
         }
@@ -839,9 +847,17 @@ impl Session {
         // A token per call lets the server report progress (subscribers see SessionEvent::Progress).
         static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
         let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
-        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        let mut meta = RequestMetaObject::with_progress_token(ProgressToken(
             NumberOrString::String(format!("rkmcp-{token}").into()),
-        )));
+        ));
+        // 2026-07-28 (SEP-2575): a server logs during a request only at the level the request
+        // asks for in `_meta`; without it, it sends no log at all.
+        if self.is_stateless()
+            && let Some(level) = self.configured_log_level()
+        {
+            meta.set_log_level(level);
+        }
+        params.meta = Some(meta);
         // Servers with tasks run the call as a task (polled, cancelled on drop; see tasks.rs).
         if let Some(api) = super::tasks::api_for(self, tool).await
             && let Some(result) = super::tasks::call_as_task(self, api, params.clone()).await?

@@ -179,13 +179,23 @@ impl ServerHandler for Fixture {
             "fail" => {
                 Ok(CallToolResult::error(vec![ContentBlock::text("failing on purpose")]).into())
             }
-            "last_log_level" => text(
-                self.log_level
-                    .lock()
-                    .map_err(|_| ErrorData::internal_error("poisoned", None))?
-                    .clone()
-                    .unwrap_or_else(|| "none".into()),
-            ),
+            // The level this request asked for in `_meta` (2026-07-28), else the last setLevel.
+            "last_log_level" => match context.meta.log_level() {
+                Some(level) => text(format!(
+                    "{} (_meta)",
+                    serde_json::to_value(level)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                )),
+                None => text(
+                    self.log_level
+                        .lock()
+                        .map_err(|_| ErrorData::internal_error("poisoned", None))?
+                        .clone()
+                        .unwrap_or_else(|| "none".into()),
+                ),
+            },
             other if other.starts_with("tool_") || other.starts_with("dynamic_") => {
                 text(format!("{other} called"))
             }

@@ -81,7 +81,9 @@ pub struct GenerateRequest {
     pub reuse_cache: bool,
     /// Texts whose tokens get `prefer_bias` added to their logits in constrained generation
     /// (the user's message, so a small model copies its values instead of inventing them), on
-    /// backends that sample per generation. Tokens without a letter or digit are left alone.
+    /// backends that sample per generation. Of the tokens without a letter or digit, only those
+    /// that close a JSON string get it (a copied value may end where the model ends it); a
+    /// word's token loses its bias once generated (copied once, not repeated).
     pub prefer: Vec<String>,
     pub prefer_bias: f32,
 }

@@ -61,6 +61,8 @@ pub struct LlamaBackend {
     guidance: Guidance,
     /// The first prompt's KV state on disk, for the next process (see [`Self::with_prompt_cache`]).
     prompt_cache: Option<PromptCache>,
+    /// See [`Self::string_closers`].
+    string_closers: Option<Vec<LlamaToken>>,
 }
 
 impl std::fmt::Debug for LlamaBackend {
@@ -142,6 +144,7 @@ impl LlamaBackend {
             bos_text,
             guidance: Guidance::default(),
             prompt_cache: None,
+            string_closers: None,
         })
     }
 
@@ -259,8 +262,8 @@ impl LlamaBackend {
     }
 
     /// The tokens of `texts` (whole, and word by word as they start a JSON string) that have a
-    /// letter or digit, sorted.
-    fn prefer_tokens(&self, texts: &[String]) -> Vec<LlamaToken> {
+    /// letter or digit, and the tokens that close a string, sorted.
+    fn prefer_tokens(&mut self, texts: &[String]) -> Vec<LlamaToken> {
         let vocab = self.model.vocab();
         let mut out = Vec::new();
         for text in texts {
@@ -272,14 +275,35 @@ impl LlamaBackend {
                 out.extend(vocab.tokenize(piece.as_bytes(), false, false));
             }
         }
-        out.sort();
-        out.dedup();
         out.retain(|&t| {
             String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))
                 .chars()
                 .any(char::is_alphanumeric)
         });
+        out.extend(self.string_closers());
+        out.sort();
+        out.dedup();
         out
+    }
+
+    /// The tokens that end a JSON string value (`"`, `",`, `"}`, `"}}`, …): preferred as much as
+    /// the user's words, so the bias does not pull a copied value on past its end ("The Golden
+    /// Fork on 2026-12-31 at 20:00" for a restaurant's name). Built on first use.
+    fn string_closers(&mut self) -> Vec<LlamaToken> {
+        let model = &self.model;
+        self.string_closers
+            .get_or_insert_with(|| {
+                let vocab = model.vocab();
+                (0..model.n_vocab())
+                    .map(LlamaToken::new)
+                    .filter(|&t| {
+                        let piece = vocab.token_to_piece(t, false, None);
+                        piece.first() == Some(&b'"')
+                            && piece[1..].iter().all(|b| b",}] \n".contains(b))
+                    })
+                    .collect()
+            })
+            .clone()
     }
 
     fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), LlmError> {
@@ -440,6 +464,13 @@ impl Backend for LlamaBackend {
             }
             generated += 1;
             let bytes = vocab.token_to_piece(token, false, None);
+            // Words are copied once; the closing quotes stay preferred for every value.
+            if String::from_utf8_lossy(&bytes)
+                .chars()
+                .any(char::is_alphanumeric)
+            {
+                sampler.spend(token);
+            }
             let scan = scanner.push(&utf8.push(&bytes));
             emit(&scan.text, &mut text, &mut first_text);
             if scan.stopped {

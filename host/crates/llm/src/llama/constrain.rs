@@ -73,7 +73,8 @@ pub struct TokenSampler {
     pub constraint: Option<Constraint>,
     /// Tokens whose first choice the constraint rejected (the vocabulary was masked).
     pub masked: u32,
-    /// Added to the logits of these tokens (sorted) before sampling, in constrained generation.
+    /// Added to the logits of these tokens (sorted) before sampling, in constrained generation,
+    /// until each is generated once ([`TokenSampler::spend`]).
     pub bias: Vec<LlamaToken>,
     pub bias_value: f32,
 }
@@ -99,6 +100,16 @@ impl TokenSampler {
             }
         }
         candidates
+    }
+
+    /// `token` was generated: it loses its bias. The bias is there so a small model copies the
+    /// user's words; kept after a copy, it pulls the model back into the words it just wrote
+    /// (`"I will be late. I will be late. I"` until the token limit, the largest single loss of
+    /// the tool-calling evaluation).
+    pub fn spend(&mut self, token: LlamaToken) {
+        if let Ok(i) = self.bias.binary_search(&token) {
+            self.bias.remove(i);
+        }
     }
 
     pub fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32, eos: LlamaToken) -> LlamaToken {
