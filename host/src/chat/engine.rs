@@ -311,13 +311,7 @@ impl ChatEngine {
             user: input.to_string(),
             ..TurnRecord::default()
         };
-        let query = self
-            .history
-            .iter()
-            .rev()
-            .find(|m| m.role == rkmcp_llm::Role::User)
-            .map(|m| m.content.clone())
-            .unwrap_or_default();
+        let query = self.last_user_message().unwrap_or_default().to_string();
         self.plan.tools_match = super::shortlist::scores(&query, &self.plan.tools)
             .iter()
             .any(|s| *s > 0.0);
@@ -735,7 +729,8 @@ impl ChatEngine {
         })
     }
 
-    /// What the user said last: the words grounding (`copy_bias`) prefers.
+    /// What the user said last: what the shortlist matches and the words grounding
+    /// (`copy_bias`) prefers.
     fn last_user_message(&self) -> Option<&str> {
         self.history
             .iter()

@@ -65,6 +65,13 @@ pub struct LlamaBackend {
     string_closers: Option<Vec<LlamaToken>>,
 }
 
+/// A token that carries a word (a letter or digit): what grounding prefers and spends.
+fn is_word_piece(piece: &[u8]) -> bool {
+    String::from_utf8_lossy(piece)
+        .chars()
+        .any(char::is_alphanumeric)
+}
+
 impl std::fmt::Debug for LlamaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LlamaBackend")
@@ -275,11 +282,7 @@ impl LlamaBackend {
                 out.extend(vocab.tokenize(piece.as_bytes(), false, false));
             }
         }
-        out.retain(|&t| {
-            String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))
-                .chars()
-                .any(char::is_alphanumeric)
-        });
+        out.retain(|&t| is_word_piece(&vocab.token_to_piece(t, false, None)));
         out.extend(self.string_closers());
         out.sort();
         out.dedup();
@@ -465,10 +468,7 @@ impl Backend for LlamaBackend {
             generated += 1;
             let bytes = vocab.token_to_piece(token, false, None);
             // Words are copied once; the closing quotes stay preferred for every value.
-            if String::from_utf8_lossy(&bytes)
-                .chars()
-                .any(char::is_alphanumeric)
-            {
+            if !sampler.bias.is_empty() && is_word_piece(&bytes) {
                 sampler.spend(token);
             }
             let scan = scanner.push(&utf8.push(&bytes));
