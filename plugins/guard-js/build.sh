@@ -12,8 +12,9 @@ name="guard-js"
 wit="$repo/wit/rkmcp-plugin@0.2.0"
 cjs="${RKMCP_DEPS:-$repo/.deps}/js-plugins/node_modules/.bin/componentize-js"
 if [ ! -x "$cjs" ]; then
-  echo "build.sh ($name): $cjs not found; run scripts/setup (scripts/setup.d/35-js-plugins.sh)" >&2
-  exit 1
+  echo "build.sh ($name): $cjs not found; run scripts/setup --tests (scripts/setup.d/35-js-plugins.sh)" >&2
+  # 3: the toolchain is missing (build-plugins --bundled skips the plugin and says so).
+  exit 3
 fi
 stamp="$out/$name.wasm.stamp"
 want="$( { "$cjs" --version; cat "$here/app.js" "$wit"/*.wit; } | sha256sum | cut -d' ' -f1)"

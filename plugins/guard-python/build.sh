@@ -13,8 +13,9 @@ wit="$repo/wit/rkmcp-plugin@0.2.0"
 venv="${RKMCP_DEPS:-$repo/.deps}/venv-plugins"
 cpy="$venv/bin/componentize-py"
 if [ ! -x "$cpy" ]; then
-  echo "build.sh ($name): $cpy not found; run scripts/setup (scripts/setup.d/30-plugin-toolchains.sh)" >&2
-  exit 1
+  echo "build.sh ($name): $cpy not found; run scripts/setup --tests (scripts/setup.d/30-plugin-toolchains.sh)" >&2
+  # 3: the toolchain is missing (build-plugins --bundled skips the plugin and says so).
+  exit 3
 fi
 stamp="$out/$name.wasm.stamp"
 want="$( { "$cpy" --version; cat "$here/app.py" "$wit"/*.wit; } | sha256sum | cut -d' ' -f1)"

@@ -1,23 +1,42 @@
 #!/usr/bin/env bash
-# Real MCP servers used by the quick start and the tests, installed into $RKMCP_DEPS:
+# Real MCP servers used by the quick start and the tests, pinned, installed into $RKMCP_DEPS:
 #   npm:  @modelcontextprotocol/server-everything, server-filesystem  → $RKMCP_DEPS/node/node_modules
 #   PyPI: mcp-server-time, mcp (for the test servers we write)         → $RKMCP_DEPS/venv
+# The presence checks read package metadata only (importing `mcp` to check it costs seconds).
 set -euo pipefail
 deps="${RKMCP_DEPS:?}"
 node_dir="$deps/node"
 mkdir -p "$node_dir"
 everything_version="2026.8.31"
-if [ ! -f "$node_dir/node_modules/@modelcontextprotocol/server-everything/package.json" ] \
-  || ! grep -q "\"version\": \"$everything_version\"" "$node_dir/node_modules/@modelcontextprotocol/server-everything/package.json"; then
+filesystem_version="2026.8.31"
+npm_installed() {
+  grep -q "\"version\": \"$2\"" "$node_dir/node_modules/@modelcontextprotocol/$1/package.json" 2>/dev/null
+}
+if ! npm_installed server-everything "$everything_version" || ! npm_installed server-filesystem "$filesystem_version"; then
   [ -f "$node_dir/package.json" ] || echo '{"name":"rkmcp-test-peers","private":true}' > "$node_dir/package.json"
   npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error \
     "@modelcontextprotocol/server-everything@$everything_version" \
-    "@modelcontextprotocol/server-filesystem"
+    "@modelcontextprotocol/server-filesystem@$filesystem_version"
 fi
 venv="$deps/venv"
+pins=(mcp-server-time==2026.10.19 mcp==2.3.0)
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c 'import mcp_server_time, mcp' 2>/dev/null; then
-  "$venv/bin/pip" install --quiet --disable-pip-version-check mcp-server-time mcp
+mapfile -t missing < <("$venv/bin/python" - "${pins[@]}" <<'PY'
+import sys
+from importlib.metadata import PackageNotFoundError, version
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    try:
+        ok = version(name) == want
+    except PackageNotFoundError:
+        ok = False
+    if not ok:
+        print(pin)
+PY
+)
+if [ ${#missing[@]} -gt 0 ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${missing[@]}"
 fi
+echo "10-mcp-servers: server-everything $everything_version, server-filesystem $filesystem_version, ${pins[*]} are present"

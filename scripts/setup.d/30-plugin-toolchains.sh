@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needed-by: tests
 # Plugin toolchains: the wasm32-wasip2 Rust target, and a Python venv with componentize-py (builds
 # plugins/guard-python) plus `websockets` and `mcp` (tests/servers/ws_mcp_server.py, the WebSocket MCP
 # server the transport-websocket test talks to). Idempotent: only what is missing is installed.
@@ -34,3 +35,4 @@ PY
 if [ ${#missing[@]} -gt 0 ]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${missing[@]}"
 fi
+echo "30-plugin-toolchains: ${pins[*]} are present"

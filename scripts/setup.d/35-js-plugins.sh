@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needed-by: tests
 # componentize-js (npm), the JavaScript plugin toolchain: builds plugins/guard-js and the projects of
 # `rkmcp plugins new --lang js` (tests/integration/plugin_scaffold_js.rs). Installed into
 # $RKMCP_DEPS/js-plugins from the package.json + package-lock.json beside this script with `npm ci`,
@@ -12,6 +13,7 @@ src="$repo/scripts/setup.d/js-plugins"
 dir="$deps/js-plugins"
 bin="$dir/node_modules/.bin/componentize-js"
 if [ -x "$bin" ] && cmp -s "$src/package-lock.json" "$dir/package-lock.json"; then
+  echo "35-js-plugins: componentize-js is present"
   exit 0
 fi
 # Older Node installs fine (npm only warns about engines) and then fails inside the build.
@@ -22,3 +24,4 @@ fi
 mkdir -p "$dir"
 cp "$src/package.json" "$src/package-lock.json" "$dir/"
 npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+echo "35-js-plugins: componentize-js installed"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needed-by: tests
 # Fuzzing (fuzz/, run by scripts/check.d/70-fuzz.sh): a pinned nightly (libFuzzer's sanitizer
 # flags need it; ~1 min to download, minimal profile) and cargo-fuzz, built once into
 # $RKMCP_DEPS/cargo-fuzz (~1.5 min on one core). Set RKMCP_NO_FUZZ=1 to skip both.
@@ -14,3 +15,4 @@ if [ ! -x "$deps/cargo-fuzz/bin/cargo-fuzz" ] ||
    ! "$deps/cargo-fuzz/bin/cargo-fuzz" --version | grep -q "$cargo_fuzz_version"; then
   cargo install cargo-fuzz --version "$cargo_fuzz_version" --locked --root "$deps/cargo-fuzz"
 fi
+echo "60-fuzz: $nightly and cargo-fuzz $cargo_fuzz_version are present"

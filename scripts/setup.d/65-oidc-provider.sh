@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needed-by: tests
 # A real OpenID provider for the OAuth sign-in tests: npm `oidc-provider` (node-oidc-provider, a
 # certified OpenID Connect provider), pinned, installed into $RKMCP_DEPS/oidc-provider.
 # The tests run tests/servers/oidc_provider.mjs with it on 127.0.0.1.
@@ -12,3 +13,4 @@ if [ ! -f "$pkg" ] || ! grep -q "\"version\": \"$version\"" "$pkg"; then
   [ -f "$dir/package.json" ] || echo '{"name":"rkmcp-oidc-provider","private":true,"type":"module"}' > "$dir/package.json"
   npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "oidc-provider@$version"
 fi
+echo "65-oidc-provider: oidc-provider $version is present"

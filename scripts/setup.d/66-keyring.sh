@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needed-by: tests
 # A real OS keyring for the token-store test: GNOME Keyring's Secret Service daemon on a private
 # D-Bus session bus (dbus-daemon), and `secret-tool` (libsecret) to look into it independently
 # of rkmcp. The test starts both itself; nothing here runs a daemon.
