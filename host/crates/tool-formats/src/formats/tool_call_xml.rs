@@ -10,6 +10,7 @@ use crate::convert::ToolDef;
 use crate::detect::bodies::{json_calls, json_or_marker_end, marker_after, tag_args};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, call_with_json_args, xml_attr};
+use crate::scan::unquoted_end;
 
 pub(crate) static FORMAT: Format = Format {
     name: "tool-call-xml",
@@ -120,7 +121,11 @@ pub(crate) static TOOL_CALL_XML: &[Block] = &[
     },
     Block {
         start: "<tool_call>",
-        end: End::Markers(&["</tool_call>"]),
+        // A JSON body: `</tool_call>` inside one of its strings is text.
+        end: End::Finder {
+            find: |b| unquoted_end(b, "</tool_call>"),
+            closers: ">",
+        },
         parse: xml_no_attr,
     },
 ];
