@@ -222,8 +222,11 @@ mod tests {
         assert_eq!(py_value_end("[f(a=')'), g()] x"), Some(15));
         assert_eq!(unquoted_end(r#"{"a":"<e>"}<e>"#, "<e>"), Some((11, 14)));
         assert_eq!(unquoted_end(r#"{"a":"<e>\"<e>"#, "<e>"), None);
-        assert_eq!(unquoted_end(r#"'<e>'<e>"#, "<e>"), Some((0, 3)));
-        assert_eq!(code_unquoted_end(r#"f(a='<e>', b="<e>")<e>"#, &["<e>"]), Some((19, 22)));
+        assert_eq!(unquoted_end(r#"'<e>'<e>"#, "<e>"), Some((1, 4)));
+        assert_eq!(
+            code_unquoted_end(r#"f(a='<e>', b="<e>")<e>"#, &["<e>"]),
+            Some((19, 22))
+        );
         assert_eq!(code_unquoted_end("f(a='x\n<e>", &["<e>"]), Some((7, 10)));
     }
 }
