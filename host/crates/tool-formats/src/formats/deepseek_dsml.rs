@@ -198,10 +198,14 @@ fn params_in(tags: &Tags, body: &str) -> Result<Vec<(String, String, bool)>, Str
     Ok(args)
 }
 
-/// The same tags with ASCII bars (`<|DSML|…>`), which models also write.
-fn ascii_to_dsml(s: &str) -> String {
-    s.replace("|DSML|", "｜DSML｜")
-}
+/// The same tags with ASCII bars (`<|DSML|…>`), which models also write. Read in their own
+/// spelling, so a value that quotes either spelling stays as written.
+const ASCII: Tags = Tags {
+    invoke: "<|DSML|invoke",
+    invoke_end: "</|DSML|invoke>",
+    param: "<|DSML|parameter",
+    param_end: "</|DSML|parameter>",
+};
 
 fn end_ascii_v32(body: &str) -> Option<(usize, usize)> {
     marker_after(body, "</|DSML|function_calls>", &["</|DSML|invoke>"])
@@ -212,7 +216,7 @@ fn end_ascii_v4(body: &str) -> Option<(usize, usize)> {
 }
 
 fn dsml_ascii_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
-    dsml_calls(raw, &ascii_to_dsml(inner), terminated)
+    calls_in(&ASCII, raw, inner, terminated)
 }
 
 pub(crate) const DSML_BLOCKS: [Block; 4] = [
