@@ -83,6 +83,8 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
     const KIMI_K2: &str = r##"{%- if message['tool_calls'] -%}<|tool_calls_section_begin|>{%- for tool_call in message['tool_calls'] -%}<|tool_call_begin|>{{ tool_call['id'] }}<|tool_call_argument_begin|>{{ tool_call['function']['arguments'] }}<|tool_call_end|>{%- endfor -%}<|tool_calls_section_end|>{%- endif -%}<|im_assistant|>"##;
     const DEEPSEEK_V32: &str =
         r##"{{ '<｜DSML｜function_calls>\n<｜DSML｜invoke name="' + tool.name + '">' }}"##;
+    const DEEPSEEK_V41: &str = r##"{{ '<｜DSML｜ calls>\n<｜DSML｜ invoke name="' + tool.name + '">' }}{{ '<｜DSML｜ parameter name="' + k + '" string="' + s + '">' }}"##;
+    const KIMI_K3: &str = r##"{%- if message['tool_calls'] -%}<|open|>tools<|sep|>{%- for tc in message['tool_calls'] -%}<|open|>call tool="{{ tc.function.name }}" index="{{ loop.index }}"<|sep|>{%- for k, v in args.items() -%}<|open|>argument key="{{ k }}" type="{{ kind(v) }}"<|sep|>{{ v }}<|close|>argument<|sep|>{%- endfor -%}<|close|>call<|sep|>{%- endfor -%}<|close|>tools<|sep|>{%- endif -%}<|close|>message<|sep|>"##;
     const PHI4_MINI: &str = r##"<|system|>{{ message['content'] }}<|tool|>{{ message['tools'] }}<|/tool|><|end|>{% if message['tool_calls'] %}functools[{{ message['tool_calls'] | tojson }}]{% endif %}"##;
     const LFM2: &str = r##"{{- '<|im_start|>assistant\n' -}}{{- '<|tool_call_start|>[' + calls + ']<|tool_call_end|>' -}}"##;
     const SMOLLM3: &str = r##"{%- if xml_tools or python_tools or tools -%}<|im_start|>system\n{%- set xml_tool_string = '<tool_call>' -%}{%- endif -%}"##;
@@ -108,6 +110,8 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
             ("glm 4.5", GLM45, Glm),
             ("kimi k2", KIMI_K2, KimiK2),
             ("deepseek v3.2", DEEPSEEK_V32, DeepseekDsml),
+            ("deepseek v4.1", DEEPSEEK_V41, DeepseekV41),
+            ("kimi k3", KIMI_K3, KimiK3),
             ("phi-4-mini", PHI4_MINI, Phi4),
             ("lfm2", LFM2, Lfm2),
             ("smollm3", SMOLLM3, Smollm3),
@@ -151,6 +155,10 @@ Respond in the format {"name": function name, "parameters": dictionary of argume
             ("GLM-4.7-Flash", Glm),
             ("Kimi-K2-Instruct-0905", KimiK2),
             ("DeepSeek-V3.2-Exp", DeepseekDsml),
+            ("DeepSeek-V4", DeepseekDsml),
+            ("DeepSeek-V4.1", DeepseekV41),
+            ("Kimi-K3-Instruct", KimiK3),
+            ("Kimi-K2-Thinking", KimiK2),
             ("DeepSeek-V3.1-Terminus", Deepseek),
             ("Phi-4-mini-instruct", Phi4),
             ("LFM2-1.2B-Tool", Lfm2),

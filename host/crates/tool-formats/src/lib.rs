@@ -149,12 +149,16 @@ pub fn strip_reasoning(format: ToolFormat, reasoning_open: bool, response: &str)
 /// and GLM put `<think>` at the end of the generation prompt. Decided from the rendered prompt,
 /// never guessed from the model.
 pub fn reasoning_open_in_prompt(prompt: &str) -> bool {
-    [("<think>", "</think>"), ("[THINK]", "[/THINK]")]
-        .iter()
-        .any(|(open, close)| match prompt.rfind(open) {
-            Some(o) => prompt.rfind(close).is_none_or(|c| c < o),
-            None => false,
-        })
+    [
+        ("<think>", "</think>"),
+        ("[THINK]", "[/THINK]"),
+        ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
+    ]
+    .iter()
+    .any(|(open, close)| match prompt.rfind(open) {
+        Some(o) => prompt.rfind(close).is_none_or(|c| c < o),
+        None => false,
+    })
 }
 
 /// Runs a whole text through a fresh detector in one chunk (convenience for tests and callers
@@ -232,8 +236,12 @@ formats! {
     Glm => glm,
     /// Kimi K2: `<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{…}<|tool_call_end|><|tool_calls_section_end|>`.
     KimiK2 => kimi,
+    /// Kimi K3: `<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|><|open|>argument key="a" type="string"<|sep|>v<|close|>argument<|sep|>…`.
+    KimiK3 => kimi_k3,
     /// DeepSeek V3.2 / V4 DSML: `<｜DSML｜function_calls><｜DSML｜invoke name="f">…`.
     DeepseekDsml => deepseek_dsml,
+    /// DeepSeek V4.1 DSML: `<｜DSML｜ calls><｜DSML｜ invoke name="f">…` (a space after the bar).
+    DeepseekV41 => deepseek_v41,
     /// Phi-4-mini: `functools[{"name":…,"arguments":{…}}]`.
     Phi4 => phi4,
     /// LFM2: `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`.
@@ -348,6 +356,9 @@ mod tests {
         ));
         assert!(!reasoning_open_in_prompt("<|im_start|>assistant\n"));
         assert!(reasoning_open_in_prompt("[INST]hi[/INST][THINK]"));
+        assert!(reasoning_open_in_prompt(
+            "<|open|>message<|sep|><|open|>think<|sep|>"
+        ));
     }
 
     #[test]

@@ -12,10 +12,19 @@ pub(crate) enum Parsed {
         id: Option<String>,
     },
     /// A call whose argument values the model wrote as text (XML-style formats): typed by the
-    /// tool's schema when the detector knows it, else guessed (see [`typed_value`]).
+    /// tool's schema when the detector knows it, else guessed (see [`typed_value_padded`]).
     TextCall {
         name: String,
         args: Vec<(String, String)>,
+        id: Option<String>,
+    },
+    /// A call whose values the model wrote as text and declared the kind of in an attribute
+    /// (DSML `string="true"`, Kimi K3 `type="string"`): `(key, value, is_text)`, where `is_text`
+    /// means the value is the string as written and otherwise JSON. The tool's schema, when
+    /// known, still decides (see `detect::declared_value`).
+    DeclaredCall {
+        name: String,
+        args: Vec<(String, String, bool)>,
         id: Option<String>,
     },
     Bad {
@@ -208,7 +217,7 @@ pub(crate) fn coerce_value(raw: &str) -> Value {
 
 /// JSON Schema type names a property allows (`type` as a string or list, `anyOf`/`oneOf`
 /// branches, or the kinds of its `enum`/`const` values).
-fn schema_types(schema: &Value) -> Vec<&str> {
+pub(crate) fn schema_types(schema: &Value) -> Vec<&str> {
     let mut out = Vec::new();
     match schema.get("type") {
         Some(Value::String(t)) => out.push(t.as_str()),
@@ -250,6 +259,7 @@ fn schema_types(schema: &Value) -> Vec<&str> {
 /// (`null`/`None`), arrays and objects (JSON, or Python literals) by the schema. Text that does
 /// not fit any non-string type the schema allows stays a string. Without a schema the type is
 /// guessed ([`coerce_value`]). `entities`: the format escapes `<>&` as XML entities.
+#[cfg(test)]
 pub(crate) fn typed_value(raw: &str, schema: Option<&Value>, entities: bool) -> Value {
     typed_value_padded(raw, schema, entities, true)
 }

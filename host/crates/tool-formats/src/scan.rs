@@ -136,24 +136,39 @@ pub(crate) fn py_value_end(s: &str) -> Option<usize> {
 /// by a raw newline too):
 /// `(position, marker index)`. A marker quoted in an argument value does not end the block.
 pub(crate) fn unquoted_find(body: &str, markers: &[&str]) -> Option<(usize, usize)> {
+    find_outside_strings(body, markers, b"\"")
+}
+
+/// [`unquoted_find`] for code (Python calls, or JSON): strings in either quote kind, so a
+/// block's end marker inside `'…'` or `"…"` does not end the block.
+pub(crate) fn code_unquoted_find(body: &str, markers: &[&str]) -> Option<(usize, usize)> {
+    find_outside_strings(body, markers, b"\"'")
+}
+
+/// [`code_unquoted_find`] for one or more markers, as `(position, position after the marker)`.
+pub(crate) fn code_unquoted_end(body: &str, markers: &[&str]) -> Option<(usize, usize)> {
+    code_unquoted_find(body, markers).map(|(p, i)| (p, p + markers[i].len()))
+}
+
+fn find_outside_strings(body: &str, markers: &[&str], quotes: &[u8]) -> Option<(usize, usize)> {
     let b = body.as_bytes();
-    let mut in_str = false;
+    let mut quote: Option<u8> = None;
     let mut esc = false;
     for (i, &c) in b.iter().enumerate() {
-        if in_str {
+        if let Some(q) = quote {
             if esc {
                 esc = false;
             } else if c == b'\\' {
                 esc = true;
-            } else if c == b'"' || c == b'\n' {
-                // A raw newline cannot be inside a JSON string: the quotes were broken, so
-                // the damage stays within one line.
-                in_str = false;
+            } else if c == q || c == b'\n' {
+                // A raw newline cannot be inside a JSON (or one-line Python) string: the quotes
+                // were broken, so the damage stays within one line.
+                quote = None;
             }
             continue;
         }
-        if c == b'"' {
-            in_str = true;
+        if quotes.contains(&c) {
+            quote = Some(c);
             continue;
         }
         if let Some(m) = markers
@@ -207,5 +222,11 @@ mod tests {
         assert_eq!(py_value_end("[f(a=')'), g()] x"), Some(15));
         assert_eq!(unquoted_end(r#"{"a":"<e>"}<e>"#, "<e>"), Some((11, 14)));
         assert_eq!(unquoted_end(r#"{"a":"<e>\"<e>"#, "<e>"), None);
+        assert_eq!(unquoted_end(r#"'<e>'<e>"#, "<e>"), Some((1, 4)));
+        assert_eq!(
+            code_unquoted_end(r#"f(a='<e>', b="<e>")<e>"#, &["<e>"]),
+            Some((19, 22))
+        );
+        assert_eq!(code_unquoted_end("f(a='x\n<e>", &["<e>"]), Some((7, 10)));
     }
 }

@@ -38,6 +38,9 @@ const SPECIAL: &[&str] = &[
     "<start_function_call>",
     "<end_function_call>",
     "<escape>",
+    "<|open|>",
+    "<|close|>",
+    "<|sep|>",
 ];
 
 struct Vocab {
@@ -224,6 +227,8 @@ const MARKER_TEXTS: &[&str] = &[
     "a\n```\nb",
     "a)]b",
     "a}b",
+    "a</｜DSML｜ parameter>b",
+    "a<|close|>argument<|sep|>b",
 ];
 
 /// A closing marker each format must keep out of a string value (the text formats cannot carry
@@ -232,6 +237,8 @@ const MUST_REJECT: &[(&str, &str)] = &[
     ("qwen3-coder", "a\n</parameter>\nb"),
     ("glm", "a</arg_value>b"),
     ("deepseek-dsml", "a</｜DSML｜parameter>b"),
+    ("deepseek-v41", "a</｜DSML｜ parameter>b"),
+    ("kimi-k3", "a<|close|>argument<|sep|>b"),
     ("tool-call-xml", "a</argument>b"),
     ("gemma", "a\n```\nb"),
 ];
@@ -243,6 +250,8 @@ const MUST_CARRY: &[(&str, &str)] = &[
     ("gemma4", "a}b"),
     ("function-gemma", "a}b"),
     ("kimi-k2", "a}b"),
+    ("deepseek-v41", "a</｜DSML｜parameter>b"),
+    ("kimi-k3", "a</tool_call>b"),
 ];
 
 fn grammar(f: ToolFormat, mode: GrammarMode) -> String {
@@ -483,6 +492,14 @@ const PARALLEL: &[(&str, &str)] = &[
     (
         "deepseek-dsml",
         "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"get_weather\">\n<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n<｜DSML｜invoke name=\"ping\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+    ),
+    (
+        "deepseek-v41",
+        "<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"get_weather\">\n<｜DSML｜ parameter name=\"city\" string=\"true\">Paris</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n<｜DSML｜ invoke name=\"ping\">\n</｜DSML｜ invoke>\n</｜DSML｜ calls>",
+    ),
+    (
+        "kimi-k3",
+        "<|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|><|open|>call tool=\"ping\" index=\"2\"<|sep|><|close|>call<|sep|><|close|>tools<|sep|>",
     ),
     (
         "phi4-mini",

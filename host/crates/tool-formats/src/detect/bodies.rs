@@ -297,13 +297,19 @@ pub(crate) fn function_name_attr(raw: &str, inner: &str, terminated: bool) -> Ve
     vec![qwen_one(raw, &format!("{name}>{}", &inner[gt + 1..]))]
 }
 
-/// `</function>` right after a tag or a JSON object: one inside a value is followed by text.
+/// `</function>` right after a JSON object, a `</parameter>` or the opening tag (no
+/// parameters): one inside a value follows value text (`<b>x</b></function>` included).
 fn function_end(body: &str) -> Option<(usize, usize)> {
     let gt = body.find('>')? + 1;
-    if body[gt..].trim_start().starts_with('{') {
-        return json_or_marker_end(&body[gt..], &["</function>"]).map(|(a, b)| (gt + a, gt + b));
+    let rest = &body[gt..];
+    if rest.trim_start().starts_with('{') {
+        return json_or_marker_end(rest, &["</function>"]).map(|(a, b)| (gt + a, gt + b));
     }
-    marker_after(body, "</function>", &[">", "}"])
+    if rest.trim_start().starts_with("</function>") {
+        let p = gt + lead_ws(rest);
+        return Some((p, p + "</function>".len()));
+    }
+    marker_after(rest, "</function>", &["</parameter>"]).map(|(a, b)| (gt + a, gt + b))
 }
 
 /// Function-tag forms Hermes-style and Qwen models also emit without a `<tool_call>` wrapper.

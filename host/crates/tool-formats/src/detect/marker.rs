@@ -11,8 +11,8 @@ pub(crate) type ParseFn = fn(raw: &str, inner: &str, terminated: bool) -> Vec<Pa
 
 #[derive(Clone, Copy)]
 pub(crate) enum End {
-    /// The block ends at the first of these markers (consumed with the block).
-    Markers(&'static [&'static str]),
+    // No "first marker" kind: every block body can quote its own end marker in a value, so
+    // each format's finder says where an end can really be.
     /// A function finds the end: returns `(inner_len, consumed_len)` measured from the end of the
     /// start marker. It is only re-run when a chunk brings one of `closers`, since the end can
     /// only be completed by such a character; empty `closers` means re-run on every chunk.
@@ -109,12 +109,6 @@ impl MarkerDetector {
                     let b = &self.blocks[block];
                     let body = &self.buf[b.start.len()..];
                     let found = match &b.end {
-                        End::Markers(ms) => {
-                            let longest = ms.iter().map(|m| m.len()).max().unwrap_or(0);
-                            let from = floor_boundary(body, scanned.saturating_sub(longest));
-                            find_first(&body[from..], ms)
-                                .map(|(p, i)| (from + p, from + p + ms[i].len()))
-                        }
                         End::Finder { find, closers } => {
                             let new = &body[floor_boundary(body, scanned)..];
                             if scanned == 0

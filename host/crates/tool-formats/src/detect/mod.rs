@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::parse::{Parsed, typed_value_padded};
+use crate::parse::{Parsed, schema_types, typed_value_padded};
 use crate::{DetectorEvent, DetectorOptions, ToolCall, ToolCallDetector, ToolFormat};
 
 pub(crate) mod bodies;
@@ -102,6 +102,14 @@ impl Ids {
                     }
                     (name, Value::Object(m), id)
                 }
+                Parsed::DeclaredCall { name, args, id } => {
+                    let mut m = Map::new();
+                    for (k, v, is_text) in args {
+                        let typed = declared_value(&v, is_text, self.property(&name, &k));
+                        m.insert(k, typed);
+                    }
+                    (name, Value::Object(m), id)
+                }
                 Parsed::NotACall(text) => {
                     push_text(out, &text);
                     continue;
@@ -119,6 +127,40 @@ impl Ids {
                 arguments,
             }));
         }
+    }
+}
+
+/// A value whose kind the model declared (`is_text`: the string as written, else JSON), typed
+/// by the property's `schema` where the two disagree: a declared text for a property that takes
+/// no strings is read by the schema (`string="true">5` for an integer is 5), and JSON that fits
+/// none of the schema's types is read by the schema too (`string="false">00123` for a string is
+/// "00123"). Without a schema, the declaration decides; JSON that does not parse is guessed.
+pub(crate) fn declared_value(raw: &str, is_text: bool, schema: Option<&Value>) -> Value {
+    let types = schema.map(schema_types).unwrap_or_default();
+    if is_text {
+        if types.is_empty() || types.contains(&"string") {
+            return Value::String(raw.to_string());
+        }
+        return typed_value_padded(raw, schema, false, false);
+    }
+    match serde_json::from_str::<Value>(raw.trim()) {
+        Ok(v) if types.is_empty() || types.iter().any(|t| fits(&v, t)) => v,
+        _ if types.is_empty() => typed_value_padded(raw, None, false, true),
+        _ => typed_value_padded(raw, schema, false, false),
+    }
+}
+
+/// Whether `v` is of the JSON Schema type `ty`.
+fn fits(v: &Value, ty: &str) -> bool {
+    match ty {
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        _ => false,
     }
 }
 

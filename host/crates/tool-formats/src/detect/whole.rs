@@ -6,7 +6,7 @@ use super::marker::{Block, End};
 use super::{Ids, Setup, push_text};
 use crate::DetectorEvent;
 use crate::parse::Parsed;
-use crate::scan::{find_first, floor_boundary, held_suffix};
+use crate::scan::{find_first, held_suffix};
 
 /// How a message prefix relates to the call syntax.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,6 @@ enum State {
     Pass,
     InTag {
         tag: usize,
-        scanned: usize,
     },
 }
 
@@ -139,7 +138,7 @@ impl WholeDetector {
                     if let Some((p, t)) = find_first(&self.buf, &self.tag_starts) {
                         push_text(&mut out, &self.buf[..p]);
                         self.buf.drain(..p);
-                        self.state = State::InTag { tag: t, scanned: 0 };
+                        self.state = State::InTag { tag: t };
                         continue;
                     }
                     let keep = if eof {
@@ -152,18 +151,11 @@ impl WholeDetector {
                     self.buf.drain(..emit);
                     break;
                 }
-                State::InTag { tag, scanned } => {
+                State::InTag { tag } => {
                     let b = &self.spec.tags[tag];
                     let body = &self.buf[b.start.len()..];
-                    let found = match &b.end {
-                        End::Markers(ms) => {
-                            let longest = ms.iter().map(|m| m.len()).max().unwrap_or(0);
-                            let from = floor_boundary(body, scanned.saturating_sub(longest));
-                            find_first(&body[from..], ms)
-                                .map(|(p, i)| (from + p, from + p + ms[i].len()))
-                        }
-                        End::Finder { find, .. } => find(body),
-                    };
+                    let End::Finder { find, .. } = &b.end;
+                    let found = find(body);
                     match found {
                         Some((inner_end, consumed)) => {
                             let total = b.start.len() + consumed;
@@ -179,10 +171,7 @@ impl WholeDetector {
                             break;
                         }
                         None => {
-                            self.state = State::InTag {
-                                tag,
-                                scanned: body.len(),
-                            };
+                            self.state = State::InTag { tag };
                             break;
                         }
                     }

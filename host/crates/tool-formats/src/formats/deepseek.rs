@@ -166,6 +166,7 @@ pub(crate) static DEEPSEEK: &[Block] = &[
     DSML_BLOCKS[1],
     DSML_BLOCKS[2],
     DSML_BLOCKS[3],
+    super::deepseek_v41::V41_BLOCK,
     Block {
         start: DS_CALLS_BEGIN,
         end: End::Finder {

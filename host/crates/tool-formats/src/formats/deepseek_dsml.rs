@@ -10,7 +10,7 @@ use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
 use crate::detect::bodies::{legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
-use crate::parse::{Parsed, typed_value, xml_attr};
+use crate::parse::{Parsed, xml_attr};
 
 pub(crate) static FORMAT: Format = Format {
     name: "deepseek-dsml",
@@ -39,31 +39,64 @@ const CALLS_V32: &str = "<｜DSML｜function_calls>";
 const CALLS_V32_END: &str = "</｜DSML｜function_calls>";
 const CALLS_V4: &str = "<｜DSML｜tool_calls>";
 const CALLS_V4_END: &str = "</｜DSML｜tool_calls>";
-const INVOKE: &str = "<｜DSML｜invoke";
 const INVOKE_END: &str = "</｜DSML｜invoke>";
-const PARAM: &str = "<｜DSML｜parameter";
 const PARAM_END: &str = "</｜DSML｜parameter>";
 
+/// The tags inside a DSML block: V3.2/V4 write `<｜DSML｜invoke`, V4.1 `<｜DSML｜ invoke` (a
+/// space after the bar).
+pub(crate) struct Tags {
+    pub invoke: &'static str,
+    pub invoke_end: &'static str,
+    pub param: &'static str,
+    pub param_end: &'static str,
+}
+
+pub(crate) const V32: Tags = Tags {
+    invoke: "<｜DSML｜invoke",
+    invoke_end: INVOKE_END,
+    param: "<｜DSML｜parameter",
+    param_end: PARAM_END,
+};
+
 /// V3.2's template puts results in a `<function_results>` block (one `<result>` per call).
-fn result(r: &ResultTurn) -> String {
+pub(crate) fn result(r: &ResultTurn) -> String {
     format!(
         "<function_results>\n<result>{}</result>\n</function_results>",
         r.body
     )
 }
 
-fn example(name: &str, args: &Map<String, Value>) -> String {
+/// A block of `calls`/`calls_end` around one invoke per call, in `tags`.
+pub(crate) fn example_in(
+    tags: &Tags,
+    calls: (&str, &str),
+    name: &str,
+    args: &Map<String, Value>,
+) -> String {
+    let Tags {
+        invoke,
+        invoke_end,
+        param,
+        param_end,
+    } = tags;
     let params: String = args
         .iter()
         .map(|(k, v)| match v {
-            Value::String(s) => format!("{PARAM} name=\"{k}\" string=\"true\">{s}{PARAM_END}\n"),
+            Value::String(s) => format!("{param} name=\"{k}\" string=\"true\">{s}{param_end}\n"),
             other => format!(
-                "{PARAM} name=\"{k}\" string=\"false\">{}{PARAM_END}\n",
+                "{param} name=\"{k}\" string=\"false\">{}{param_end}\n",
                 tojson(other)
             ),
         })
         .collect();
-    format!("{CALLS_V32}\n{INVOKE} name=\"{name}\">\n{params}{INVOKE_END}\n{CALLS_V32_END}")
+    format!(
+        "{}\n{invoke} name=\"{name}\">\n{params}{invoke_end}\n{}",
+        calls.0, calls.1
+    )
+}
+
+fn example(name: &str, args: &Map<String, Value>) -> String {
+    example_in(&V32, (CALLS_V32, CALLS_V32_END), name, args)
 }
 
 fn end_v32(body: &str) -> Option<(usize, usize)> {
@@ -75,6 +108,11 @@ fn end_v4(body: &str) -> Option<(usize, usize)> {
 }
 
 fn dsml_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
+    calls_in(&V32, raw, inner, terminated)
+}
+
+/// The invokes of a block in `tags`.
+pub(crate) fn calls_in(tags: &Tags, raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     if !terminated {
         return vec![Parsed::bad(raw, "tool-call block cut off before its end")];
     }
@@ -85,11 +123,14 @@ fn dsml_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
         if t.is_empty() {
             break;
         }
-        let Some(after) = t.strip_prefix(INVOKE) else {
+        let Some(after) = t.strip_prefix(tags.invoke) else {
             let near = crate::parse::near(t, 30);
             out.push(Parsed::bad(
                 raw,
-                format!("unexpected text `{near}` where {INVOKE} was expected"),
+                format!(
+                    "unexpected text `{near}` where {} was expected",
+                    tags.invoke
+                ),
             ));
             return out;
         };
@@ -102,19 +143,19 @@ fn dsml_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
             return out;
         };
         let body = &after[gt + 1..];
-        let Some(e) = legal_close(body, INVOKE_END, &[INVOKE]) else {
-            out.push(Parsed::bad(raw, format!("missing {INVOKE_END}")));
+        let Some(e) = legal_close(body, tags.invoke_end, &[tags.invoke]) else {
+            out.push(Parsed::bad(raw, format!("missing {}", tags.invoke_end)));
             return out;
         };
-        out.push(match dsml_params(&body[..e]) {
-            Ok(arguments) => Parsed::Call {
+        out.push(match params_in(tags, &body[..e]) {
+            Ok(args) => Parsed::DeclaredCall {
                 name: name.trim().to_string(),
-                arguments,
+                args,
                 id: None,
             },
             Err(err) => Parsed::bad(raw, err),
         });
-        rest = &body[e + INVOKE_END.len()..];
+        rest = &body[e + tags.invoke_end.len()..];
     }
     if out.is_empty() {
         out.push(Parsed::bad(raw, "no calls in the tool-call block"));
@@ -122,17 +163,19 @@ fn dsml_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
     out
 }
 
-fn dsml_params(body: &str) -> Result<Value, String> {
-    let mut args = Map::new();
+/// `(name, value, string="true")` of each parameter; a value without `string="true"` is JSON.
+fn params_in(tags: &Tags, body: &str) -> Result<Vec<(String, String, bool)>, String> {
+    let (param, param_end) = (tags.param, tags.param_end);
+    let mut args = Vec::new();
     let mut rest = body;
     loop {
         let t = rest.trim_start();
         if t.is_empty() {
             break;
         }
-        let after = t.strip_prefix(PARAM).ok_or_else(|| {
+        let after = t.strip_prefix(param).ok_or_else(|| {
             let near = crate::parse::near(t, 30);
-            format!("unexpected text `{near}` where {PARAM} was expected")
+            format!("unexpected text `{near}` where {param} was expected")
         })?;
         let gt = after.find('>').ok_or("unterminated parameter tag")?;
         let attrs = &after[..gt];
@@ -140,29 +183,29 @@ fn dsml_params(body: &str) -> Result<Value, String> {
             .filter(|n| !n.trim().is_empty())
             .ok_or("parameter without a name")?;
         let value_and_rest = &after[gt + 1..];
-        let e = legal_close(value_and_rest, PARAM_END, &[PARAM])
-            .ok_or_else(|| format!("missing {PARAM_END} for `{key}`"))?;
+        let e = legal_close(value_and_rest, param_end, &[param])
+            .ok_or_else(|| format!("missing {param_end} for `{key}`"))?;
         let value = &value_and_rest[..e];
-        if value.contains(PARAM) {
+        if value.contains(param) {
             return Err(format!(
-                "missing {PARAM_END} for `{key}` before the next parameter"
+                "missing {param_end} for `{key}` before the next parameter"
             ));
         }
-        let v = match xml_attr(attrs, "string").as_deref() {
-            Some("true") => Value::String(value.to_string()),
-            _ => serde_json::from_str::<Value>(value.trim())
-                .unwrap_or_else(|_| typed_value(value, None, false)),
-        };
-        args.insert(key.trim().to_string(), v);
-        rest = &value_and_rest[e + PARAM_END.len()..];
+        let is_text = xml_attr(attrs, "string").as_deref() == Some("true");
+        args.push((key.trim().to_string(), value.to_string(), is_text));
+        rest = &value_and_rest[e + param_end.len()..];
     }
-    Ok(Value::Object(args))
+    Ok(args)
 }
 
-/// The same tags with ASCII bars (`<|DSML|…>`), which models also write.
-fn ascii_to_dsml(s: &str) -> String {
-    s.replace("|DSML|", "｜DSML｜")
-}
+/// The same tags with ASCII bars (`<|DSML|…>`), which models also write. Read in their own
+/// spelling, so a value that quotes either spelling stays as written.
+const ASCII: Tags = Tags {
+    invoke: "<|DSML|invoke",
+    invoke_end: "</|DSML|invoke>",
+    param: "<|DSML|parameter",
+    param_end: "</|DSML|parameter>",
+};
 
 fn end_ascii_v32(body: &str) -> Option<(usize, usize)> {
     marker_after(body, "</|DSML|function_calls>", &["</|DSML|invoke>"])
@@ -173,7 +216,7 @@ fn end_ascii_v4(body: &str) -> Option<(usize, usize)> {
 }
 
 fn dsml_ascii_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
-    dsml_calls(raw, &ascii_to_dsml(inner), terminated)
+    calls_in(&ASCII, raw, inner, terminated)
 }
 
 pub(crate) const DSML_BLOCKS: [Block; 4] = [
@@ -211,29 +254,42 @@ pub(crate) const DSML_BLOCKS: [Block; 4] = [
     },
 ];
 
-/// The V3.2 block the example teaches. `<｜DSML｜…>` tags are plain literals (several tokens
-/// each); a text value cannot contain the parameter's closing tag.
+/// The V3.2 block the example teaches.
 fn grammar(tools: &[ToolDef], parallel: bool) -> String {
+    grammar_in(&V32, (CALLS_V32, CALLS_V32_END), tools, parallel)
+}
+
+/// A block of `calls` in `tags`. The tags are plain literals (several tokens each); a text
+/// value cannot contain the parameter's closing tag.
+pub(crate) fn grammar_in(
+    tags: &Tags,
+    calls: (&str, &str),
+    tools: &[ToolDef],
+    parallel: bool,
+) -> String {
     let mut r = Rules::default();
-    let text = text_until(&mut r, PARAM_END, &[]);
+    let text = text_until(&mut r, tags.param_end, &[]);
     call_list(tools, parallel, "WS?", &mut r, |t, r| {
-        let args = xml_args(t, &text, PARAM_END, "WS?", r, |name, value, is_text| {
-            let open = format!("{PARAM} name=\"{name}\" string=\"{is_text}\">");
-            format!("{} {value}", lit(&open))
-        });
+        let args = xml_args(
+            t,
+            &text,
+            tags.param_end,
+            "WS?",
+            r,
+            |name, value, is_text| {
+                let open = format!("{} name=\"{name}\" string=\"{is_text}\">", tags.param);
+                format!("{} {value}", lit(&open))
+            },
+        );
         format!(
             "{} WS? {args} WS? {}",
-            lit(&format!("{INVOKE} name=\"{}\">", t.name)),
-            lit(INVOKE_END)
+            lit(&format!("{} name=\"{}\">", tags.invoke, t.name)),
+            lit(tags.invoke_end)
         )
     });
     r.named(
         "calls",
-        &format!(
-            "{} WS? call_list WS? {}",
-            lit(CALLS_V32),
-            lit(CALLS_V32_END)
-        ),
+        &format!("{} WS? call_list WS? {}", lit(calls.0), lit(calls.1)),
     );
     r.finish()
 }

@@ -9,6 +9,7 @@ use crate::convert::ToolDef;
 use crate::detect::bodies::py_statements;
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::Parsed;
+use crate::scan::code_unquoted_end;
 
 pub(crate) static FORMAT: Format = Format {
     name: "gemma",
@@ -52,12 +53,18 @@ fn gemma_body(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {
 pub(crate) static GEMMA: &[Block] = &[
     Block {
         start: "```tool_code",
-        end: End::Markers(&["```"]),
+        end: End::Finder {
+            find: |b| code_unquoted_end(b, &["```"]),
+            closers: "`",
+        },
         parse: gemma_body,
     },
     Block {
         start: "```tool_call",
-        end: End::Markers(&["```"]),
+        end: End::Finder {
+            find: |b| code_unquoted_end(b, &["```"]),
+            closers: "`",
+        },
         parse: gemma_body,
     },
 ];

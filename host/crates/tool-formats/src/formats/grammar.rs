@@ -185,21 +185,34 @@ pub(crate) fn text_until(rules: &mut Rules, close: &str, forbid: &[&str]) -> Str
 /// A value of an XML-style format written as text and ended by `close`: strings bare (the
 /// terminal `text`, which includes `close`), string enums as literals, the rest as JSON. Also
 /// whether it is written as text (DSML says so in an attribute).
+/// `close` is a Lark expression (a literal, or special tokens).
 pub(crate) fn text_value(schema: &Value, text: &str, close: &str) -> (String, bool) {
     if let Some(words) = string_choices(schema) {
         let alts: Vec<String> = words.iter().map(|w| lit(w)).collect();
-        return (format!("({}) {}", alts.join(" | "), lit(close)), true);
+        return (format!("({}) {close}", alts.join(" | ")), true);
     }
     if is_string(schema) {
         return (text.to_string(), true);
     }
-    (format!("{} {}", json_expr(schema), lit(close)), false)
+    (format!("{} {close}", json_expr(schema)), false)
 }
 
 /// The arguments of `tool` in an XML-style call: one element per listed parameter in schema
 /// order, required ones present, `sep` between them. `element(name, value, is_text)` writes one
 /// element around the value expression [`text_value`] gives (ended by `close`).
 pub(crate) fn xml_args(
+    tool: &ToolDef,
+    text: &str,
+    close: &str,
+    sep: &str,
+    rules: &mut Rules,
+    element: impl Fn(&str, &str, bool) -> String,
+) -> String {
+    xml_args_to(tool, text, &lit(close), sep, rules, element)
+}
+
+/// [`xml_args`] with the close as a Lark expression (`text` includes it).
+pub(crate) fn xml_args_to(
     tool: &ToolDef,
     text: &str,
     close: &str,

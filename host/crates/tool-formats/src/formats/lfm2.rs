@@ -10,7 +10,7 @@ use crate::convert::ToolDef;
 use crate::detect::bodies::{json_calls, lead_ws, py_tag_body};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::Parsed;
-use crate::scan::{find_first, py_value_end, unquoted_end};
+use crate::scan::{code_unquoted_end, find_first, py_value_end, unquoted_end};
 
 pub(crate) static FORMAT: Format = Format {
     name: "lfm2",
@@ -63,7 +63,8 @@ fn end(body: &str) -> Option<(usize, usize)> {
             None => None,
         };
     }
-    find_first(body, &[END]).map(|(p, _)| (p, p + END.len()))
+    // Python statements: an end marker inside one of their strings is text.
+    code_unquoted_end(body, &[END])
 }
 
 fn body(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed> {

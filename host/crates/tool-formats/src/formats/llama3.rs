@@ -11,7 +11,7 @@ use crate::detect::bodies::{
 use crate::detect::marker::{Block, End};
 use crate::detect::whole::{WholeDetector, WholeSpec};
 use crate::parse::{Parsed, calls_from_json_value};
-use crate::scan::json_value_end;
+use crate::scan::{code_unquoted_end, json_value_end};
 
 pub(crate) static FORMAT: Format = Format {
     name: "llama3",
@@ -108,7 +108,11 @@ pub(crate) static LLAMA3: WholeSpec = WholeSpec {
     tags: &[
         Block {
             start: "<|python_tag|>",
-            end: End::Markers(&["<|eom_id|>", "<|eot_id|>"]),
+            // JSON or Python code: an end token inside one of its strings is text.
+            end: End::Finder {
+                find: |b| code_unquoted_end(b, &["<|eom_id|>", "<|eot_id|>"]),
+                closers: ">",
+            },
             parse: llama_tag_body,
         },
         // Llama 3.1's custom-tool prompt teaches `<function=NAME>{…}</function>`.

@@ -13,6 +13,7 @@ use crate::detect::Setup;
 
 pub(crate) mod deepseek;
 pub(crate) mod deepseek_dsml;
+pub(crate) mod deepseek_v41;
 pub(crate) mod function_gemma;
 pub(crate) mod gemma;
 pub(crate) mod gemma4;
@@ -22,6 +23,7 @@ pub(crate) mod granite;
 pub(crate) mod harmony;
 pub(crate) mod hermes;
 pub(crate) mod kimi;
+pub(crate) mod kimi_k3;
 pub(crate) mod lfm2;
 pub(crate) mod llama3;
 pub(crate) mod mistral;

@@ -10,7 +10,7 @@ use crate::convert::ToolDef;
 use crate::detect::bodies::{py_prefix_verdict, py_tag_body, py_whole};
 use crate::detect::marker::{Block, End};
 use crate::detect::whole::{WholeDetector, WholeSpec};
-use crate::scan::py_value_end;
+use crate::scan::{code_unquoted_end, py_value_end};
 
 pub(crate) static FORMAT: Format = Format {
     name: "pythonic",
@@ -48,7 +48,10 @@ pub(crate) static PYTHONIC: WholeSpec = WholeSpec {
     // Llama 4 wraps pythonic calls in these tags.
     tags: &[Block {
         start: "<|python_start|>",
-        end: End::Markers(&["<|python_end|>"]),
+        end: End::Finder {
+            find: |b| code_unquoted_end(b, &["<|python_end|>"]),
+            closers: ">",
+        },
         parse: py_tag_body,
     }],
 };

@@ -8,6 +8,7 @@ use crate::convert::PromptStyle;
 use crate::detect::bodies::{json_calls, json_or_marker_end, py_statements};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::Parsed;
+use crate::scan::code_unquoted_end;
 
 pub(crate) static FORMAT: Format = Format {
     name: "smollm3",
@@ -62,7 +63,10 @@ static SMOLLM3: &[Block] = &[
     },
     Block {
         start: "<code>",
-        end: End::Markers(&["</code>"]),
+        end: End::Finder {
+            find: |b| code_unquoted_end(b, &["</code>"]),
+            closers: ">",
+        },
         parse: code_body,
     },
 ];

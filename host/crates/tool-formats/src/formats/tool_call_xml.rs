@@ -7,9 +7,10 @@ use super::grammar::{Rules, call_list, lit, text_until, xml_args};
 use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, xml_text};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
-use crate::detect::bodies::{json_calls, json_or_marker_end, marker_after, tag_args};
+use crate::detect::bodies::{json_calls, json_or_marker_end, lead_ws, marker_after, tag_args};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, call_with_json_args, xml_attr};
+use crate::scan::unquoted_end;
 
 pub(crate) static FORMAT: Format = Format {
     name: "tool-call-xml",
@@ -56,8 +57,14 @@ fn xml_end(body: &str) -> Option<(usize, usize)> {
     if rest.trim_start().starts_with('{') {
         return json_or_marker_end(rest, &["</tool_call>"]).map(|(a, b)| (gt + 1 + a, gt + 1 + b));
     }
-    // A `</tool_call>` inside an argument value is followed by more value text.
-    let p = gt + marker_after(&body[gt..], "</tool_call>", &[">"])?.0;
+    // The element ends right after an argument closes, or right after its opening tag when it
+    // has no arguments: a `</tool_call>` inside a value follows value text (`<b>x</b></tool_call>`
+    // in a value included).
+    if rest.trim_start().starts_with("</tool_call>") {
+        let p = gt + 1 + lead_ws(rest);
+        return Some((p, p + "</tool_call>".len()));
+    }
+    let p = gt + 1 + marker_after(rest, "</tool_call>", &["</argument>"])?.0;
     Some((p, p + "</tool_call>".len()))
 }
 
@@ -120,7 +127,11 @@ pub(crate) static TOOL_CALL_XML: &[Block] = &[
     },
     Block {
         start: "<tool_call>",
-        end: End::Markers(&["</tool_call>"]),
+        // A JSON body: `</tool_call>` inside one of its strings is text.
+        end: End::Finder {
+            find: |b| unquoted_end(b, "</tool_call>"),
+            closers: ">",
+        },
         parse: xml_no_attr,
     },
 ];
