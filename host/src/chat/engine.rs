@@ -19,6 +19,7 @@ use super::budget::{self, Budget, Fitted, Shed, Usage};
 use super::convert::ConverterPlugin;
 use super::execute::error_result;
 use super::generation::{self, Generated, Reading};
+use super::named::{self, ToolName};
 use super::prompt::{self, ToolPlan};
 use super::round::{self, RoundPlan, RoundState};
 use super::settings::ChatSettings;
@@ -312,14 +313,27 @@ impl ChatEngine {
             ..TurnRecord::default()
         };
         let query = self.last_user_message().unwrap_or_default().to_string();
-        self.plan.tools_match = super::shortlist::scores(&query, &self.plan.tools)
-            .iter()
-            .any(|s| *s > 0.0);
+        if self.settings.named_tools {
+            let names: Vec<ToolName<'_>> = self
+                .exposed
+                .iter()
+                .map(|t| ToolName {
+                    exposed: &t.name,
+                    tool: &t.tool.name,
+                })
+                .collect();
+            record.named_tools = named::named_tools(&query, &names);
+        }
+        self.plan.tools_match = !record.named_tools.is_empty()
+            || super::shortlist::scores(&query, &self.plan.tools)
+                .iter()
+                .any(|s| *s > 0.0);
         record.tools_match = self.plan.tools_match;
         let max = self.shortlist_max;
         if max > 0 && self.plan.tools.len() > max {
             let ties = self.settings.tool_shortlist.keeps_ties();
-            self.plan.tools = super::shortlist::shortlist(&query, &self.plan.tools, max, ties);
+            let listed = super::shortlist::shortlist(&query, &self.plan.tools, max, ties);
+            self.plan.tools = named::with_named(listed, &self.plan.tools, &record.named_tools);
             record.tools_listed = Some(self.plan.tools.iter().map(|t| t.name.clone()).collect());
         }
         self.plan.converted = None;
@@ -359,6 +373,7 @@ impl ChatEngine {
         let mut state = RoundState {
             string_bound: (self.copy_bias != 0.0)
                 .then(|| round::string_bound_for(self.last_user_message().unwrap_or_default())),
+            named: record.named_tools.iter().map(|n| n.tool.clone()).collect(),
             ..RoundState::default()
         };
         let mut generations: Vec<Stats> = Vec::new();

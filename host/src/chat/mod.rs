@@ -1,7 +1,8 @@
 //! The chat loop: from a user's message to the model's answer, with MCP tool calls in between.
 //!
 //! Data flows in module order: [`settings`] (the `[chat]` table) → [`shortlist`] (the tools that
-//! fit the message, for small models) → [`prompt`] (system prompt, tool
+//! fit the message, for small models; [`named`]: the tools the user named, which the first round
+//! calls) → [`prompt`] (system prompt, tool
 //! section, grammar per round; [`convert`] when a converter plugin writes them) → the model (rkmcp-llm) → [`detect`] (the built-in detector of
 //! rkmcp-tool-formats or a detector plugin) →
 //! [`validate`] (arguments against the tool's schema) → [`triage`] (rejected / duplicate / repeat /
@@ -20,6 +21,7 @@ pub mod detect;
 pub mod engine;
 pub mod execute;
 pub mod generation;
+pub mod named;
 pub mod prompt;
 pub mod reload;
 pub mod round;

@@ -4,7 +4,7 @@ use rkmcp_llm::Capabilities;
 use serde_json::Value;
 
 use super::prompt::{self, ToolPlan};
-use super::settings::{ChatSettings, GrammarEngine};
+use super::settings::{ChatSettings, GrammarEngine, ToolChoice};
 
 /// Where the turn stands when a round starts.
 #[derive(Debug, Clone, Default)]
@@ -21,7 +21,13 @@ pub struct RoundState {
     /// many characters in the llguidance grammar. A value the model copies fits; one it invents
     /// cannot run on to the token limit (the call would be lost as unreadable).
     pub string_bound: Option<usize>,
+    /// The tools the user's message named ([`super::named`]): the first round may only call
+    /// them, whatever the model would have decided.
+    pub named: Vec<String>,
 }
+
+/// What the record calls a first round held to a call of the tools the user named.
+pub const NAMED_TOOL: &str = "named-tool";
 
 /// The least [`RoundState::string_bound`]: long enough for any time zone, date, name or path
 /// the model writes from its own knowledge.
@@ -40,7 +46,7 @@ pub struct RoundPlan {
     /// The same constraint for llguidance (`grammar_engine = "llguidance"` on a backend that
     /// has it); the GBNF grammar is its fallback.
     pub guide: Option<String>,
-    /// What the grammar allows, for the record (`call-or-answer`, `answer-only`, …).
+    /// What the grammar allows, for the record (`call-or-answer`, `answer-only`, [`NAMED_TOOL`], …).
     pub grammar_name: String,
     /// `Some(0.0)`: decoded greedily (`greedy_tool_rounds`); `None`: the model's own sampling.
     pub temperature: Option<f32>,
@@ -74,6 +80,23 @@ pub fn plan_round(
     }
     // Every tool answered already: nothing is left to call.
     let answer_only = state.answer_only || (!excluded.is_empty() && held.tools.is_empty());
+    // The user named a tool: the first round calls it (or one of them), as `tool_choice =
+    // "required"` would with only those tools listed in the grammar; no `answer_directly`.
+    let named = state.round == 1
+        && !answer_only
+        && settings.tool_choice != ToolChoice::None
+        && held.tools.iter().any(|t| state.named.contains(&t.name));
+    let forced;
+    let settings = if named {
+        held.tools.retain(|t| state.named.contains(&t.name));
+        forced = ChatSettings {
+            tool_choice: ToolChoice::Required,
+            ..settings.clone()
+        };
+        &forced
+    } else {
+        settings
+    };
     let offered = if held.tools.is_empty() { plan } else { &held };
     let (grammar, name) = prompt::grammar_for_round(
         settings,
@@ -86,6 +109,11 @@ pub fn plan_round(
     let greedy = settings.greedy_tool_rounds
         && (state.round > 1 || matches!(name, "call-only" | "tool-or-answer_directly"));
     let guide = guide(settings, backend, offered, name);
+    let name = if named && name == "call-only" {
+        NAMED_TOOL
+    } else {
+        name
+    };
     RoundPlan {
         grammar_name: held_by(name, &grammar, &guide).to_string(),
         guide,
@@ -217,6 +245,7 @@ mod tests {
             answer_only,
             excluded: excluded.iter().map(|s| s.to_string()).collect(),
             string_bound: None,
+            named: Vec::new(),
         }
     }
 
@@ -278,6 +307,66 @@ mod tests {
             guide.contains("\"answer_directly\"") && guide.contains("%json"),
             "{guide}"
         );
+    }
+
+    #[test]
+    fn a_tool_the_user_named_is_the_only_choice_of_the_first_round() {
+        let (settings, plan) = setup(&["time__now", "fx__echo", "fx__sum"]);
+        let mut s = state(1, false, &[]);
+        s.named = vec!["fx__sum".into()];
+        let r = plan_round(&settings, &plan, caps(true), &s);
+        assert_eq!(r.grammar_name, NAMED_TOOL);
+        assert_eq!(r.temperature, Some(0.0), "a forced call is greedy");
+        let g = r.grammar.unwrap();
+        assert!(g.contains("fx__sum"), "{g}");
+        for out in ["fx__echo", "time__now", "answer_directly"] {
+            assert!(!g.contains(out), "{out} in {g}");
+        }
+        let guide = r.guide.unwrap();
+        assert!(guide.contains("fx__sum"), "{guide}");
+        for out in ["fx__echo", "time__now", "answer_directly"] {
+            assert!(!guide.contains(out), "{out} in {guide}");
+        }
+        // Two named tools: a choice between them.
+        s.named.push("fx__echo".into());
+        let g = plan_round(&settings, &plan, caps(true), &s)
+            .grammar
+            .unwrap();
+        assert!(g.contains("fx__sum") && g.contains("fx__echo"), "{g}");
+        assert!(
+            !g.contains("time__now") && !g.contains("answer_directly"),
+            "{g}"
+        );
+    }
+
+    #[test]
+    fn a_named_tool_holds_only_the_first_round_and_never_against_the_settings() {
+        let (mut settings, plan) = setup(&["time__now", "fx__sum"]);
+        let named = |round: u32, answer_only: bool| RoundState {
+            named: vec!["fx__sum".into()],
+            ..state(round, answer_only, &[])
+        };
+        let r = plan_round(&settings, &plan, caps(true), &named(2, false));
+        assert_eq!(r.grammar_name, "call-or-answer");
+        assert!(r.grammar.unwrap().contains("time__now"));
+        let r = plan_round(&settings, &plan, caps(true), &named(1, true));
+        assert_eq!(r.grammar_name, "answer-only");
+        // A name that is not among the listed tools changes nothing.
+        let mut other = named(1, false);
+        other.named = vec!["fx__gone".into()];
+        let r = plan_round(&settings, &plan, caps(true), &other);
+        assert_eq!(r.grammar_name, "tool-or-answer_directly");
+        // Without a grammar nothing can hold the call; a user's grammar and `tool_choice =
+        // "none"` win.
+        let r = plan_round(&settings, &plan, caps(false), &named(1, false));
+        assert_eq!(r.grammar_name, "none");
+        settings.grammar = Some("root ::= \"x\"".into());
+        let r = plan_round(&settings, &plan, caps(true), &named(1, false));
+        assert_eq!(r.grammar_name, "user");
+        settings.grammar = None;
+        settings.tool_choice = ToolChoice::None;
+        let r = plan_round(&settings, &plan, caps(true), &named(1, false));
+        assert_eq!(r.grammar_name, "none");
     }
 
     #[test]

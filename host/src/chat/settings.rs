@@ -313,6 +313,10 @@ pub struct ChatSettings {
     /// List only the N tools that best match the user's message (0: all; `auto`: a few for a
     /// tiny model, all for others). Small models choose far better among a few.
     pub tool_shortlist: Shortlist,
+    /// When the user's message names a tool (`get-sum`, "the sum tool", see
+    /// [`crate::chat::named`]), the first round may only call it (a grammar holds it to that),
+    /// and it is listed whatever the shortlist chose.
+    pub named_tools: bool,
     /// Constrain the CPU backend with a grammar so a call, once started, is a valid call of a
     /// listed tool with schema-valid arguments.
     pub constrained_decoding: bool,
@@ -370,6 +374,7 @@ impl Default for ChatSettings {
             tool_choice: ToolChoice::Auto,
             tool_decision: ToolDecision::default(),
             tool_shortlist: Shortlist::Auto,
+            named_tools: true,
             constrained_decoding: true,
             grammar_engine: GrammarEngine::Llguidance,
             copy_bias: CopyBias::Auto,

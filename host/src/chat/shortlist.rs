@@ -13,7 +13,7 @@ use rkmcp_tool_formats::convert::ToolDef;
 use serde_json::Value;
 
 /// Words that say nothing about which tool fits.
-const STOPWORDS: &[&str] = &[
+pub(super) const STOPWORDS: &[&str] = &[
     "a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "can", "could", "do",
     "does", "for", "from", "get", "give", "has", "have", "how", "i", "in", "is", "it", "its", "me",
     "my", "now", "of", "on", "or", "please", "right", "show", "tell", "that", "the", "there",
@@ -52,7 +52,8 @@ fn words(text: &str) -> Vec<String> {
     out
 }
 
-fn stem(w: &str) -> String {
+/// `w` (lowercase) without its plural or verb ending.
+pub(super) fn stem(w: &str) -> String {
     let long = |base: &str| base.chars().count() >= 3;
     if let Some(base) = w.strip_suffix("ies").filter(|b| long(b)) {
         return format!("{base}y");

@@ -5,6 +5,7 @@ use serde::Serialize;
 use rkmcp_llm::{FinishReason, Message, Stats};
 
 use super::approval::Verdict;
+use super::named::NamedTool;
 use super::validate::Coercion;
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -39,6 +40,10 @@ pub struct TurnRecord {
     /// The tools the model was shown this turn, when `tool_shortlist` chose some.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tools_listed: Option<Vec<String>>,
+    /// The tools the message named (`[chat] named_tools`) and the words that named them: the
+    /// first round could only call them (its grammar is then `named-tool`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub named_tools: Vec<NamedTool>,
     pub rounds: Vec<RoundRecord>,
     /// The visible text of the last round.
     pub answer: String,
@@ -71,8 +76,9 @@ pub struct RoundRecord {
     pub finish: Option<FinishReason>,
     pub stats: Option<Stats>,
     /// `none`, `call-or-answer`, `call-only`, `tool-or-answer_directly` (then `answer-only` if it
-    /// chose to answer), `answer-only` (after a repeated call), `converter plugin` (its grammar)
-    /// or `user` (--grammar).
+    /// chose to answer), `named-tool` (a call of a tool the user named, see
+    /// [`TurnRecord::named_tools`]), `answer-only` (after a repeated call), `converter plugin` (its
+    /// grammar) or `user` (--grammar).
     pub grammar: String,
     /// Whether the round was decoded greedily (`greedy_tool_rounds`: a round that must call
     /// or follows calls).
