@@ -18,6 +18,7 @@ pub mod convert;
 mod detect;
 mod formats;
 mod guess;
+pub mod inferred;
 mod parse;
 mod scan;
 

@@ -1,0 +1,269 @@
+//! The streaming detector of an inferred format: text until the opener, then the block parser
+//! re-run on the block seen so far until it decides. Wrapped like the modules' detectors in the
+//! reasoning splitter and the end-of-turn filter.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::parse::{Step, block};
+use super::{InferredFormat, Markers};
+use crate::detect::reasoning::ReasoningSplitter;
+use crate::detect::stop::StopFilter;
+use crate::detect::{Ids, Setup, push_text};
+use crate::parse::Parsed;
+use crate::scan::held_suffix;
+use crate::{DetectorEvent, DetectorOptions, ToolCallDetector};
+
+/// The shared wrappers take `'static` markers (the modules' are constants). Inferred markers are
+/// interned: each distinct marker text is leaked once per process, so building detectors for
+/// every turn does not grow memory.
+fn intern(s: &str) -> &'static str {
+    static SEEN: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = seen.get(s) {
+        return s;
+    }
+    let leaked: &'static str = Box::leak(s.to_string().into_boxed_str());
+    seen.insert(leaked);
+    leaked
+}
+
+/// Interned slices of interned strings, for the same reason as [`intern`].
+fn intern_list(items: &[&'static str]) -> &'static [&'static str] {
+    static SEEN: OnceLock<Mutex<HashSet<&'static [&'static str]>>> = OnceLock::new();
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = seen.get(items) {
+        return s;
+    }
+    let leaked: &'static [&'static str] = Box::leak(items.to_vec().into_boxed_slice());
+    seen.insert(leaked);
+    leaked
+}
+
+type Pairs = &'static [(&'static str, &'static str)];
+
+pub(super) fn static_pairs(m: &Markers) -> Pairs {
+    static SEEN: OnceLock<Mutex<HashSet<Pairs>>> = OnceLock::new();
+    let pair = [(intern(&m.open), intern(&m.close))];
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = seen.get(&pair[..]) {
+        return s;
+    }
+    let leaked: Pairs = Box::leak(Box::new(pair));
+    seen.insert(leaked);
+    leaked
+}
+
+pub(super) fn build(f: &InferredFormat, opts: &DetectorOptions) -> Box<dyn ToolCallDetector> {
+    let setup = Setup {
+        schemas: Arc::new(opts.schemas.clone()),
+    };
+    let mut det: Box<dyn ToolCallDetector> = Box::new(InferredDetector::new(f.clone(), &setup));
+    if let Some(r) = &f.reasoning {
+        det = Box::new(ReasoningSplitter::new(
+            det,
+            static_pairs(r),
+            &[],
+            opts.reasoning_open,
+        ));
+    }
+    let ends: Vec<&'static str> = f
+        .end_of_turn
+        .iter()
+        .filter(|t| !t.is_empty())
+        .map(|t| intern(t))
+        .collect();
+    if ends.is_empty() {
+        return det;
+    }
+    Box::new(StopFilter::new(det, intern_list(&ends)))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Anchored formats: nothing but whitespace seen yet.
+    Start,
+    Text,
+    Block,
+    /// A failed block: held until its end (the close marker, the next opener or the end of
+    /// the response) so the whole attempt is reported.
+    Failed {
+        committed: bool,
+    },
+    /// Anchored formats after the start: the rest is text.
+    Rest,
+}
+
+/// Detector for one [`InferredFormat`] (without the reasoning and end-of-turn wrappers; build
+/// it with [`InferredFormat::detector`]).
+pub struct InferredDetector {
+    format: InferredFormat,
+    /// What is searched for in the text: the opener's first token.
+    trigger: String,
+    buf: String,
+    state: State,
+    error: String,
+    ids: Ids,
+}
+
+impl InferredDetector {
+    fn new(format: InferredFormat, setup: &Setup) -> Self {
+        let opener = format.opener();
+        let trigger = if opener.trim().is_empty() {
+            // A JSON call object with no marker before it.
+            "{".to_string()
+        } else {
+            let t = opener.split_whitespace().next().unwrap_or(opener);
+            t.split(super::WILDCARD).next().unwrap_or(t).to_string()
+        };
+        let state = if format.anchored {
+            State::Start
+        } else {
+            State::Text
+        };
+        InferredDetector {
+            format,
+            trigger,
+            buf: String::new(),
+            state,
+            error: String::new(),
+            ids: Ids::new(setup),
+        }
+    }
+
+    /// Where a failed block ends: after the closing marker, else at the next opener.
+    fn failed_end(&self, eof: bool) -> Option<usize> {
+        let close = if !self.format.section_open.is_empty() && !self.format.section_close.is_empty()
+        {
+            &self.format.section_close
+        } else {
+            &self.format.call_close
+        };
+        if self.format.anchored {
+            // The block is the whole message: its opener (`[`, `{`) also appears in values.
+            return eof.then_some(self.buf.len());
+        }
+        let from = self.trigger.len().min(self.buf.len());
+        let token = close.split_whitespace().next().unwrap_or("");
+        let token = token.split(super::WILDCARD).next().unwrap_or(token);
+        // The earliest of the two, so the end does not depend on how much text has arrived.
+        let closed = (!token.is_empty())
+            .then(|| self.buf[from..].find(token).map(|p| from + p + token.len()))
+            .flatten();
+        let next = self.buf[from..].find(&self.trigger).map(|p| from + p);
+        match (closed, next) {
+            (Some(c), Some(n)) => Some(c.min(n)),
+            (Some(e), None) | (None, Some(e)) => Some(e),
+            (None, None) => eof.then_some(self.buf.len()),
+        }
+    }
+
+    fn run(&mut self, eof: bool) -> Vec<DetectorEvent> {
+        let mut out = Vec::new();
+        loop {
+            match self.state {
+                State::Start => {
+                    let t = self.buf.trim_start();
+                    if t.is_empty() && !eof {
+                        return out;
+                    }
+                    if t.starts_with(&self.trigger) {
+                        let ws = self.buf.len() - t.len();
+                        push_text(&mut out, &self.buf[..ws]);
+                        self.buf.drain(..ws);
+                        self.state = State::Block;
+                    } else if !eof && self.trigger.starts_with(t) {
+                        return out;
+                    } else {
+                        self.state = State::Rest;
+                    }
+                }
+                State::Rest => {
+                    push_text(&mut out, &self.buf);
+                    self.buf.clear();
+                    return out;
+                }
+                State::Text => {
+                    if let Some(p) = self.buf.find(&self.trigger) {
+                        push_text(&mut out, &self.buf[..p]);
+                        self.buf.drain(..p);
+                        self.state = State::Block;
+                        continue;
+                    }
+                    let keep = if eof {
+                        0
+                    } else {
+                        held_suffix(&self.buf, &[self.trigger.as_str()])
+                    };
+                    let emit = self.buf.len() - keep;
+                    push_text(&mut out, &self.buf[..emit]);
+                    self.buf.drain(..emit);
+                    return out;
+                }
+                State::Block => match block(&self.format, &self.buf, eof) {
+                    Step::NeedMore => return out,
+                    Step::Done { len, items } => {
+                        self.ids.events(items, &mut out);
+                        self.buf.drain(..len);
+                        self.state = self.after_block();
+                    }
+                    Step::Fail { error, committed } => {
+                        self.error = error;
+                        self.state = State::Failed { committed };
+                    }
+                },
+                State::Failed { committed } => {
+                    let Some(end) = self.failed_end(eof) else {
+                        return out;
+                    };
+                    let raw: String = self.buf.drain(..end).collect();
+                    let error = std::mem::take(&mut self.error);
+                    if committed || !self.format.anchored {
+                        self.ids.events(vec![Parsed::Bad { raw, error }], &mut out);
+                    } else {
+                        push_text(&mut out, &raw);
+                    }
+                    self.state = self.after_block();
+                }
+            }
+            if eof && self.buf.is_empty() {
+                return out;
+            }
+        }
+    }
+
+    fn after_block(&self) -> State {
+        if self.format.anchored {
+            State::Rest
+        } else {
+            State::Text
+        }
+    }
+}
+
+impl ToolCallDetector for InferredDetector {
+    fn feed(&mut self, chunk: &str) -> Vec<DetectorEvent> {
+        self.buf.push_str(chunk);
+        self.run(false)
+    }
+
+    fn finish(&mut self) -> Vec<DetectorEvent> {
+        let out = self.run(true);
+        self.buf.clear();
+        self.state = if self.format.anchored {
+            State::Start
+        } else {
+            State::Text
+        };
+        out
+    }
+}

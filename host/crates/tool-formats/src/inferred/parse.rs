@@ -1,0 +1,454 @@
+//! The block parser of inferred formats. It runs on the text seen so far from the block's opener
+//! and answers "need more", "done after N bytes" or "fails here": the answer on a prefix never
+//! contradicts the answer on the whole text (it says "need more" until the text decides), so the
+//! detector's events do not depend on how the stream was chunked.
+
+use serde_json::{Map, Value};
+
+use super::{Arguments, CallSyntax, InferredFormat, Values, WILDCARD};
+use crate::parse::{Parsed, Py, kind, near, normalize_arguments};
+use crate::scan::py_value_end;
+
+pub(super) enum Step {
+    NeedMore,
+    Done {
+        len: usize,
+        items: Vec<Parsed>,
+    },
+    /// The text is not this syntax; `committed`: a call was recognisably begun (a name read), so
+    /// it is a malformed call rather than prose that happens to start like one.
+    Fail {
+        error: String,
+        committed: bool,
+    },
+}
+
+/// Why a parse stopped early.
+enum Stop {
+    More,
+    Fail(String),
+}
+
+type Res<T> = Result<T, Stop>;
+
+/// A literal match: where it ended, or that the text cannot (yet) tell.
+enum Lit {
+    Ok(usize),
+    More,
+    No,
+}
+
+fn skip_ws(s: &str, i: usize) -> usize {
+    i + (s[i..].len() - s[i..].trim_start().len())
+}
+
+fn skip_while(s: &str, i: usize, f: impl Fn(char) -> bool) -> usize {
+    i + s[i..].find(|c: char| !f(c)).unwrap_or(s.len() - i)
+}
+
+fn is_wild(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '-'
+}
+
+fn is_name(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
+/// Matches marker `lit` at `pos` after optional whitespace; whitespace inside `lit` matches any
+/// run of whitespace, [`WILDCARD`] a run of letters, digits, `_` and `-`.
+fn lit_at(s: &str, pos: usize, lit: &str, eof: bool) -> Lit {
+    if lit.is_empty() {
+        return Lit::Ok(pos);
+    }
+    let mut i = skip_ws(s, pos);
+    let mut rest = lit;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix(WILDCARD) {
+            i = skip_while(s, i, is_wild);
+            if i == s.len() && !eof {
+                return Lit::More;
+            }
+            rest = r;
+            continue;
+        }
+        let Some(c) = rest.chars().next() else { break };
+        if c.is_whitespace() {
+            i = skip_ws(s, i);
+            rest = rest.trim_start();
+            continue;
+        }
+        match s[i..].chars().next() {
+            None if eof => return Lit::No,
+            None => return Lit::More,
+            Some(d) if d == c => {
+                i += d.len_utf8();
+                rest = &rest[c.len_utf8()..];
+            }
+            Some(_) => return Lit::No,
+        }
+    }
+    Lit::Ok(i)
+}
+
+fn expect(s: &str, pos: usize, lit: &str, eof: bool) -> Res<usize> {
+    match lit_at(s, pos, lit, eof) {
+        Lit::Ok(p) => Ok(p),
+        Lit::More => Err(Stop::More),
+        Lit::No => Err(Stop::Fail(format!(
+            "expected `{lit}`{}",
+            found(s, skip_ws(s, pos))
+        ))),
+    }
+}
+
+fn found(s: &str, at: usize) -> String {
+    let near = near(&s[at..], 20);
+    if near.is_empty() {
+        " at the end".into()
+    } else {
+        format!(", found `{near}`")
+    }
+}
+
+/// A tool or argument name: a run of letters, digits, `_`, `-` and `.`.
+fn name_at(s: &str, pos: usize, eof: bool) -> Result<Option<(usize, &str)>, Stop> {
+    let i = skip_ws(s, pos);
+    let j = skip_while(s, i, is_name);
+    if j == s.len() && !eof {
+        return Err(Stop::More);
+    }
+    Ok((j > i).then(|| (j, &s[i..j])))
+}
+
+/// A JSON value at `pos` (after whitespace).
+fn json_at(s: &str, pos: usize, eof: bool) -> Res<(usize, Value)> {
+    let i = skip_ws(s, pos);
+    if i == s.len() {
+        return Err(if eof {
+            Stop::Fail("expected JSON at the end".into())
+        } else {
+            Stop::More
+        });
+    }
+    let mut it = serde_json::Deserializer::from_str(&s[i..]).into_iter::<Value>();
+    match it.next() {
+        Some(Ok(v)) => Ok((i + it.byte_offset(), v)),
+        Some(Err(e)) if e.is_eof() && !eof => Err(Stop::More),
+        Some(Err(e)) => Err(Stop::Fail(format!("invalid JSON: {e}"))),
+        None => Err(Stop::More),
+    }
+}
+
+/// End of a string quoted with `q` starting at `s[i]` (just past the closing quote).
+fn quoted_end(s: &str, i: usize, q: char) -> Option<usize> {
+    let mut esc = false;
+    for (k, c) in s[i + 1..].char_indices() {
+        if esc {
+            esc = false;
+        } else if c == '\\' {
+            esc = true;
+        } else if c == q {
+            return Some(i + 1 + k + 1);
+        }
+    }
+    None
+}
+
+/// A JSON or Python literal at `pos`.
+fn literal_at(s: &str, pos: usize, eof: bool) -> Res<(usize, Value)> {
+    let i = skip_ws(s, pos);
+    let Some(c) = s[i..].chars().next() else {
+        return Err(if eof {
+            Stop::Fail("expected a value at the end".into())
+        } else {
+            Stop::More
+        });
+    };
+    let end = match c {
+        '[' | '(' | '{' => py_value_end(&s[i..]).map(|e| i + e),
+        '"' | '\'' => quoted_end(s, i, c),
+        _ => {
+            let j = skip_while(s, i, |c| c.is_alphanumeric() || "_.+-".contains(c));
+            if j == s.len() && !eof {
+                return Err(Stop::More);
+            }
+            Some(j)
+        }
+    };
+    let Some(end) = end else {
+        return Err(if eof {
+            Stop::Fail(format!("unterminated value `{}`", near(&s[i..], 20)))
+        } else {
+            Stop::More
+        });
+    };
+    match Py::new(&s[i..end]).literal() {
+        Ok(v) => Ok((end, v)),
+        Err(e) => Err(Stop::Fail(format!("bad value: {e}"))),
+    }
+}
+
+/// What a call's arguments were written as.
+enum Args {
+    Values(Map<String, Value>),
+    Text(Vec<(String, String)>),
+}
+
+fn pairs_at(s: &str, mut pos: usize, eof: bool, syntax: &Arguments) -> Res<(usize, Args)> {
+    let Arguments::Pairs {
+        key_prefix,
+        key_suffix,
+        value_suffix,
+        separator,
+        values,
+    } = syntax
+    else {
+        return Err(Stop::Fail("not key/value arguments".into()));
+    };
+    let mut map = Map::new();
+    let mut text = Vec::new();
+    let mut first = true;
+    loop {
+        let mut p = pos;
+        if !first && !separator.is_empty() {
+            match lit_at(s, p, separator, eof) {
+                Lit::Ok(q) => p = q,
+                Lit::More => return Err(Stop::More),
+                Lit::No => break,
+            }
+        }
+        match lit_at(s, p, key_prefix, eof) {
+            Lit::Ok(q) => p = q,
+            Lit::More => return Err(Stop::More),
+            Lit::No if first || separator.is_empty() => break,
+            Lit::No => return Err(expect(s, p, key_prefix, eof).err().unwrap_or(Stop::More)),
+        }
+        let (q, key) = match name_at(s, p, eof)? {
+            Some(k) => k,
+            None if key_prefix.is_empty() && (first || separator.is_empty()) => break,
+            None => {
+                return Err(Stop::Fail(format!(
+                    "expected an argument name{}",
+                    found(s, skip_ws(s, p))
+                )));
+            }
+        };
+        let key = key.to_string();
+        p = expect(s, q, key_suffix, eof)?;
+        match values {
+            Values::Text => {
+                let token = first_token(value_suffix);
+                let Some(at) = s[p..].find(token) else {
+                    return Err(if eof {
+                        Stop::Fail(format!(
+                            "missing `{value_suffix}` after the value of `{key}`"
+                        ))
+                    } else {
+                        Stop::More
+                    });
+                };
+                text.push((key, s[p..p + at].to_string()));
+                p += at;
+            }
+            Values::Literal => {
+                let (q, v) = literal_at(s, p, eof)?;
+                map.insert(key, v);
+                p = q;
+            }
+            Values::Quoted { open, close } => {
+                let i = skip_ws(s, p);
+                if s[i..].starts_with(open.as_str()) {
+                    let from = i + open.len();
+                    let Some(at) = s[from..].find(close.as_str()) else {
+                        return Err(if eof {
+                            Stop::Fail(format!("unterminated string value of `{key}`"))
+                        } else {
+                            Stop::More
+                        });
+                    };
+                    map.insert(key, Value::String(s[from..from + at].to_string()));
+                    p = from + at + close.len();
+                } else if open.starts_with(&s[i..]) && !eof {
+                    return Err(Stop::More);
+                } else {
+                    let (q, v) = literal_at(s, p, eof)?;
+                    map.insert(key, v);
+                    p = q;
+                }
+            }
+        }
+        pos = expect(s, p, value_suffix, eof)?;
+        first = false;
+    }
+    let args = if matches!(values, Values::Text) {
+        Args::Text(text)
+    } else {
+        Args::Values(map)
+    };
+    Ok((pos, args))
+}
+
+/// The part of a marker to search for: up to its first whitespace or wildcard.
+fn first_token(lit: &str) -> &str {
+    let t = lit.split_whitespace().next().unwrap_or(lit);
+    t.split(WILDCARD).next().unwrap_or(t)
+}
+
+/// One call at `pos` (after its `call_open`).
+fn call_at(
+    f: &InferredFormat,
+    s: &str,
+    pos: usize,
+    eof: bool,
+    committed: &mut bool,
+) -> Res<(usize, Parsed)> {
+    match &f.call {
+        CallSyntax::JsonObject {
+            name_key,
+            arguments_key,
+        } => {
+            let i = skip_ws(s, pos);
+            if !s[i..].is_empty() && !s[i..].starts_with('{') {
+                return Err(Stop::Fail(format!(
+                    "expected a JSON call object{}",
+                    found(s, i)
+                )));
+            }
+            let (end, v) = json_at(s, i, eof)?;
+            let Value::Object(o) = &v else {
+                return Err(Stop::Fail(format!(
+                    "a call must be a JSON object, got {}",
+                    kind(&v)
+                )));
+            };
+            let name = match o.get(name_key) {
+                Some(Value::String(n)) if !n.trim().is_empty() => n.trim().to_string(),
+                Some(_) => {
+                    *committed = true;
+                    return Err(Stop::Fail(format!(
+                        "`{name_key}` must be a non-empty string"
+                    )));
+                }
+                None => return Err(Stop::Fail(format!("missing `{name_key}`"))),
+            };
+            *committed = true;
+            let arguments = normalize_arguments(o.get(arguments_key)).map_err(Stop::Fail)?;
+            let id = o.get("id").and_then(Value::as_str).map(str::to_string);
+            Ok((
+                end,
+                Parsed::Call {
+                    name,
+                    arguments,
+                    id,
+                },
+            ))
+        }
+        CallSyntax::Named {
+            name_suffix,
+            arguments,
+            arguments_close,
+        } => {
+            let Some((p, name)) = name_at(s, pos, eof)? else {
+                return Err(Stop::Fail(format!(
+                    "expected a tool name{}",
+                    found(s, skip_ws(s, pos))
+                )));
+            };
+            let name = name.to_string();
+            *committed = true;
+            let p = expect(s, p, name_suffix, eof)?;
+            let (p, args) = match arguments {
+                Arguments::Json => {
+                    let i = skip_ws(s, p);
+                    if !s[i..].is_empty() && !s[i..].starts_with('{') {
+                        return Err(Stop::Fail(format!(
+                            "arguments must be a JSON object{}",
+                            found(s, i)
+                        )));
+                    }
+                    let (q, v) = json_at(s, i, eof)?;
+                    match v {
+                        Value::Object(m) => (q, Args::Values(m)),
+                        other => {
+                            return Err(Stop::Fail(format!(
+                                "arguments must be a JSON object, got {}",
+                                kind(&other)
+                            )));
+                        }
+                    }
+                }
+                pairs @ Arguments::Pairs { .. } => pairs_at(s, p, eof, pairs)?,
+            };
+            let p = expect(s, p, arguments_close, eof)?;
+            let parsed = match args {
+                Args::Values(m) => Parsed::Call {
+                    name,
+                    arguments: Value::Object(m),
+                    id: None,
+                },
+                Args::Text(args) => Parsed::TextCall {
+                    name,
+                    args,
+                    id: None,
+                },
+            };
+            Ok((p, parsed))
+        }
+    }
+}
+
+fn block_inner(
+    f: &InferredFormat,
+    s: &str,
+    eof: bool,
+    committed: &mut bool,
+) -> Res<(usize, Vec<Parsed>)> {
+    let mut pos = expect(s, 0, &f.section_open, eof)?;
+    let mut items = Vec::new();
+    loop {
+        pos = expect(s, pos, &f.call_open, eof)?;
+        let (p, item) = call_at(f, s, pos, eof, committed)?;
+        items.push(item);
+        pos = expect(s, p, &f.call_close, eof)?;
+        if f.section_open.is_empty() {
+            return Ok((pos, items));
+        }
+        if !f.section_close.is_empty() {
+            match lit_at(s, pos, &f.section_close, eof) {
+                Lit::Ok(p) => return Ok((p, items)),
+                Lit::More => return Err(Stop::More),
+                Lit::No => {}
+            }
+            pos = expect(s, pos, &f.call_separator, eof)?;
+            continue;
+        }
+        // No section close: the section goes on while the next call follows.
+        if f.call_separator.is_empty() && f.call_open.is_empty() {
+            return Ok((pos, items));
+        }
+        let p = match lit_at(s, pos, &f.call_separator, eof) {
+            Lit::Ok(p) => p,
+            Lit::More => return Err(Stop::More),
+            Lit::No => return Ok((pos, items)),
+        };
+        match lit_at(s, p, &f.call_open, eof) {
+            Lit::Ok(_) if !f.call_open.is_empty() => pos = p,
+            Lit::More => return Err(Stop::More),
+            _ => return Ok((pos, items)),
+        }
+    }
+}
+
+/// Parses the block that starts at `s[0]` (the opener).
+pub(super) fn block(f: &InferredFormat, s: &str, eof: bool) -> Step {
+    let mut committed = false;
+    match block_inner(f, s, eof, &mut committed) {
+        Ok((len, items)) => Step::Done { len, items },
+        Err(Stop::More) if !eof => Step::NeedMore,
+        Err(Stop::More) => Step::Fail {
+            error: "the response ended inside a call".into(),
+            committed,
+        },
+        Err(Stop::Fail(error)) => Step::Fail { error, committed },
+    }
+}
