@@ -29,9 +29,10 @@ fn boundary(t: &str, i: usize) -> bool {
     let next = t[i..].chars().next();
     match (prev, next) {
         (None, _) | (_, None) => true,
-        (Some(p), Some(n)) => {
-            p.is_whitespace() || n.is_whitespace() || ">])}".contains(p) || "<[{(".contains(n)
-        }
+        (Some(p), Some(n)) if p.is_whitespace() || n.is_whitespace() => true,
+        // Right after a token's opening bracket or before its `>`: inside `<<calls>>`.
+        (Some(p), Some(n)) if "<[".contains(p) || n == '>' => false,
+        (Some(p), Some(n)) => ">])}".contains(p) || "<[{(".contains(n),
     }
 }
 

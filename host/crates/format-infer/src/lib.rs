@@ -86,14 +86,26 @@ pub fn infer_with(template: &str, bos: &str, eos: &str) -> Result<InferredFormat
 }
 
 /// The text a template adds for an assistant message with the calls `which`.
-fn call_text(r: &Renderer, empty: &str, which: &[usize], string_args: bool) -> Result<String, String> {
+fn call_text(
+    r: &Renderer,
+    empty: &str,
+    which: &[usize],
+    string_args: bool,
+) -> Result<String, String> {
     let full = r.render(&conversation(vec![call_message(which, string_args)]), false)?;
     Ok(middle(empty, &full).to_string())
 }
 
-fn calls_format(r: &Renderer, empty: &str, string_args: bool) -> Result<InferredFormat, InferError> {
-    let t1 = call_text(r, empty, &[0], string_args)
-        .map_err(|e| err(format!("rendering a message with one tool call failed: {e}")))?;
+fn calls_format(
+    r: &Renderer,
+    empty: &str,
+    string_args: bool,
+) -> Result<InferredFormat, InferError> {
+    let t1 = call_text(r, empty, &[0], string_args).map_err(|e| {
+        err(format!(
+            "rendering a message with one tool call failed: {e}"
+        ))
+    })?;
     let all = calls();
     if !t1.contains(all[0].0) {
         return Err(err(format!(
@@ -157,18 +169,21 @@ fn body_start(call: &CallSyntax, t: &str, from: usize, name: &str) -> Option<usi
             .filter(|(_, c)| *c == '{')
             .map(|(i, _)| from + i)
             .find(|&b| {
-                json_at(t, b).is_some_and(|(_, v)| v.get(name_key).and_then(Value::as_str) == Some(name))
+                json_at(t, b)
+                    .is_some_and(|(_, v)| v.get(name_key).and_then(Value::as_str) == Some(name))
             }),
     }
 }
 
 fn body_end(call: &CallSyntax, t: &str, start: usize) -> Result<usize, InferError> {
-    call.body_end(&t[start..]).map(|e| start + e).ok_or_else(|| {
-        err(format!(
-            "the call syntax read from the template does not parse its own call `{}`",
-            t[start..].trim()
-        ))
-    })
+    call.body_end(&t[start..])
+        .map(|e| start + e)
+        .ok_or_else(|| {
+            err(format!(
+                "the call syntax read from the template does not parse its own call `{}`",
+                t[start..].trim()
+            ))
+        })
 }
 
 /// For two calls in one message: the text between them, before the first and after the second.
@@ -207,7 +222,10 @@ fn call_syntax(t1: &str, t2: Option<&str>, t3: &str) -> Result<CallSyntax, Infer
     // A JSON object around the name that also holds the arguments.
     for (b, _) in t1[..n1].char_indices().rev().filter(|(_, c)| *c == '{') {
         if let Some((_, Value::Object(o))) = json_at(t1, b) {
-            let name_key = o.iter().find(|(_, v)| v.as_str() == Some(name)).map(|(k, _)| k);
+            let name_key = o
+                .iter()
+                .find(|(_, v)| v.as_str() == Some(name))
+                .map(|(k, _)| k);
             let args_key = o.iter().find(|(_, v)| same_args(v, args)).map(|(k, _)| k);
             if let (Some(n), Some(a)) = (name_key, args_key) {
                 return Ok(CallSyntax::JsonObject {
@@ -265,14 +283,19 @@ fn merge_wild(a: &str, b: &str) -> Option<String> {
     let p = common_prefix(a, b);
     let s = common_suffix(&a[p..], &b[p..]);
     let (ma, mb) = (&a[p..a.len() - s], &b[p..b.len() - s]);
-    let wild = |m: &str| m.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    let wild = |m: &str| {
+        m.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    };
     (wild(ma) && wild(mb)).then(|| format!("{}{WILDCARD}{}", &a[..p], &a[a.len() - s..]))
 }
 
 /// Key/value arguments, from the render of `set_timer(minutes=15, label="tea")`.
 fn pairs_syntax(t3: &str) -> Result<CallSyntax, InferError> {
     let unreadable = || {
-        err("the arguments are written neither as a JSON object nor as key/value pairs the renders tell apart")
+        err(
+            "the arguments are written neither as a JSON object nor as key/value pairs the renders tell apart",
+        )
     };
     let n = t3.find("set_timer").ok_or_else(unreadable)? + "set_timer".len();
     let find = |from: usize, what: &str| t3[from..].find(what).map(|p| from + p);
@@ -407,11 +430,19 @@ fn tool_result(r: &Renderer, string_args: bool) -> Option<Markers> {
 
 /// The description must read the template's own renders back: every synthetic call, alone and
 /// two in one message, with its arguments typed by the tools' schemas.
-fn check(f: &InferredFormat, r: &Renderer, empty: &str, string_args: bool) -> Result<(), InferError> {
+fn check(
+    f: &InferredFormat,
+    r: &Renderer,
+    empty: &str,
+    string_args: bool,
+) -> Result<(), InferError> {
     let mut opts = DetectorOptions::default();
     for t in render::tools() {
         opts.schemas.insert(
-            t["function"]["name"].as_str().unwrap_or_default().to_string(),
+            t["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
             t["function"]["parameters"].clone(),
         );
     }

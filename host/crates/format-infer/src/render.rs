@@ -10,7 +10,10 @@ pub(crate) fn calls() -> Vec<(&'static str, Value)> {
     vec![
         ("get_weather", json!({"city": "Paris"})),
         ("set_timer", json!({"minutes": 15, "label": "tea"})),
-        ("make_note", json!({"title": "list", "meta": {"day": "mon"}})),
+        (
+            "make_note",
+            json!({"title": "list", "meta": {"day": "mon"}}),
+        ),
     ]
 }
 
@@ -24,7 +27,11 @@ pub(crate) fn tools() -> Vec<Value> {
         }})
     };
     vec![
-        t("get_weather", json!({"city": {"type": "string"}}), json!(["city"])),
+        t(
+            "get_weather",
+            json!({"city": {"type": "string"}}),
+            json!(["city"]),
+        ),
         t(
             "set_timer",
             json!({"minutes": {"type": "integer"}, "label": {"type": "string"}}),
@@ -109,7 +116,11 @@ impl Renderer {
         })
     }
 
-    pub(crate) fn render(&self, messages: &[Value], generation_prompt: bool) -> Result<String, String> {
+    pub(crate) fn render(
+        &self,
+        messages: &[Value],
+        generation_prompt: bool,
+    ) -> Result<String, String> {
         let tmpl = self.env.get_template("chat").map_err(|e| describe(&e))?;
         tmpl.render(minijinja::context! {
             messages => messages,

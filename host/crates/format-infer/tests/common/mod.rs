@@ -63,7 +63,11 @@ pub fn run(f: &InferredFormat, opts: &DetectorOptions, chunks: &[&str]) -> Vec<D
 
 /// The events of `text` fed whole; panics unless every two-way split and char-by-char feeding
 /// give the same.
-pub fn events_any_chunking(f: &InferredFormat, opts: &DetectorOptions, text: &str) -> Vec<DetectorEvent> {
+pub fn events_any_chunking(
+    f: &InferredFormat,
+    opts: &DetectorOptions,
+    text: &str,
+) -> Vec<DetectorEvent> {
     let whole = run(f, opts, &[text]);
     for (i, _) in text.char_indices().skip(1) {
         let split = run(f, opts, &[&text[..i], &text[i..]]);

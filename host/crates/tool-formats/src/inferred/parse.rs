@@ -296,13 +296,13 @@ fn first_token(lit: &str) -> &str {
 
 /// One call at `pos` (after its `call_open`).
 fn call_at(
-    f: &InferredFormat,
+    syntax: &CallSyntax,
     s: &str,
     pos: usize,
     eof: bool,
     committed: &mut bool,
 ) -> Res<(usize, Parsed)> {
-    match &f.call {
+    match syntax {
         CallSyntax::JsonObject {
             name_key,
             arguments_key,
@@ -313,6 +313,14 @@ fn call_at(
                     "expected a JSON call object{}",
                     found(s, i)
                 )));
+            }
+            // `{"name"` at the start already makes it a call attempt.
+            let key = Value::String(name_key.clone()).to_string();
+            if s[i..]
+                .strip_prefix('{')
+                .is_some_and(|r| r.trim_start().starts_with(&key))
+            {
+                *committed = true;
             }
             let (end, v) = json_at(s, i, eof)?;
             let Value::Object(o) = &v else {
@@ -407,7 +415,7 @@ fn block_inner(
     let mut items = Vec::new();
     loop {
         pos = expect(s, pos, &f.call_open, eof)?;
-        let (p, item) = call_at(f, s, pos, eof, committed)?;
+        let (p, item) = call_at(&f.call, s, pos, eof, committed)?;
         items.push(item);
         pos = expect(s, p, &f.call_close, eof)?;
         if f.section_open.is_empty() {
@@ -450,5 +458,16 @@ pub(super) fn block(f: &InferredFormat, s: &str, eof: bool) -> Step {
             committed,
         },
         Err(Stop::Fail(error)) => Step::Fail { error, committed },
+    }
+}
+
+impl CallSyntax {
+    /// Where one call body written in this syntax ends in `text`, which starts with it (the name,
+    /// or the JSON call object): what inference uses to cut a rendered call out of a template's
+    /// output with the very parser the detector runs.
+    pub fn body_end(&self, text: &str) -> Option<usize> {
+        call_at(self, text, 0, true, &mut false)
+            .ok()
+            .map(|(end, _)| end)
     }
 }
