@@ -280,13 +280,19 @@ fn merge_wild(a: &str, b: &str) -> Option<String> {
     if a == b {
         return Some(a.to_string());
     }
-    let p = common_prefix(a, b);
-    let s = common_suffix(&a[p..], &b[p..]);
+    let is_wild = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    // The wildcard matches greedily, so the fixed text around it may not start or end with
+    // characters it would take (`string="true"` and `string="false"` share the `e`).
+    let mut p = common_prefix(a, b);
+    while let Some(c) = a[..p].chars().next_back().filter(|c| is_wild(*c)) {
+        p -= c.len_utf8();
+    }
+    let mut s = common_suffix(&a[p..], &b[p..]);
+    while let Some(c) = a[a.len() - s..].chars().next().filter(|c| is_wild(*c)) {
+        s -= c.len_utf8();
+    }
     let (ma, mb) = (&a[p..a.len() - s], &b[p..b.len() - s]);
-    let wild = |m: &str| {
-        m.chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-    };
+    let wild = |m: &str| m.chars().all(is_wild);
     (wild(ma) && wild(mb)).then(|| format!("{}{WILDCARD}{}", &a[..p], &a[a.len() - s..]))
 }
 
