@@ -72,6 +72,10 @@ pub fn infer_with(template: &str, bos: &str, eos: &str) -> Result<InferredFormat
         match calls_format(&r, &empty, string_args) {
             Ok(mut f) => {
                 f.end_of_turn = end_of_turn(&answered);
+                // The model's end-of-sequence token also ends a turn where a runtime leaves it.
+                if !eos.is_empty() && !f.end_of_turn.iter().any(|t| t == eos) {
+                    f.end_of_turn.push(eos.to_string());
+                }
                 f.reasoning = reasoning(&r, &answered, template);
                 f.tool_result = tool_result(&r, string_args);
                 check(&f, &r, &empty, string_args)?;

@@ -11,7 +11,7 @@ use crate::detect::reasoning::ReasoningSplitter;
 use crate::detect::stop::StopFilter;
 use crate::detect::{Ids, Setup, push_text};
 use crate::parse::Parsed;
-use crate::scan::held_suffix;
+use crate::scan::{find_first, held_suffix};
 use crate::{DetectorEvent, DetectorOptions, ToolCallDetector};
 
 /// The shared wrappers take `'static` markers (the modules' are constants). Inferred markers are
@@ -69,10 +69,17 @@ pub(super) fn build(f: &InferredFormat, opts: &DetectorOptions) -> Box<dyn ToolC
     };
     let mut det: Box<dyn ToolCallDetector> = Box::new(InferredDetector::new(f.clone(), &setup));
     if let Some(r) = &f.reasoning {
+        // A call section that starts inside an unclosed reasoning block ends it (Kimi K2
+        // thinking); an opener as common as `[` cannot say so.
+        let ends: &'static [&'static str] = if f.anchored {
+            &[]
+        } else {
+            intern_list(&[intern(&trigger(f))])
+        };
         det = Box::new(ReasoningSplitter::new(
             det,
             static_pairs(r),
-            &[],
+            ends,
             opts.reasoning_open,
         ));
     }
@@ -109,6 +116,8 @@ pub struct InferredDetector {
     format: InferredFormat,
     /// What is searched for in the text: the opener's first token.
     trigger: String,
+    /// Stray close markers dropped from the text.
+    hidden: Vec<String>,
     buf: String,
     state: State,
     error: String,
@@ -117,14 +126,14 @@ pub struct InferredDetector {
 
 impl InferredDetector {
     fn new(format: InferredFormat, setup: &Setup) -> Self {
-        let opener = format.opener();
-        let trigger = if opener.trim().is_empty() {
-            // A JSON call object with no marker before it.
-            "{".to_string()
-        } else {
-            let t = opener.split_whitespace().next().unwrap_or(opener);
-            t.split(super::WILDCARD).next().unwrap_or(t).to_string()
-        };
+        let trigger = trigger(&format);
+        // Close markers of their own (special tokens) left outside a call are hidden, as the
+        // modules hide a stray `</tool_call>`.
+        let hidden = [&format.call_close, &format.section_close]
+            .into_iter()
+            .map(|m| first_token(m))
+            .filter(|t| t.len() >= 3 && t.starts_with(['<', '[']) && *t != trigger)
+            .collect();
         let state = if format.anchored {
             State::Start
         } else {
@@ -133,6 +142,7 @@ impl InferredDetector {
         InferredDetector {
             format,
             trigger,
+            hidden,
             buf: String::new(),
             state,
             error: String::new(),
@@ -193,8 +203,14 @@ impl InferredDetector {
                     return out;
                 }
                 State::Text => {
-                    if let Some(p) = self.buf.find(&self.trigger) {
+                    let mut markers = vec![self.trigger.as_str()];
+                    markers.extend(self.hidden.iter().map(String::as_str));
+                    if let Some((p, i)) = find_first(&self.buf, &markers) {
                         push_text(&mut out, &self.buf[..p]);
+                        if i > 0 {
+                            self.buf.drain(..p + markers[i].len());
+                            continue;
+                        }
                         self.buf.drain(..p);
                         self.state = State::Block;
                         continue;
@@ -202,7 +218,7 @@ impl InferredDetector {
                     let keep = if eof {
                         0
                     } else {
-                        held_suffix(&self.buf, &[self.trigger.as_str()])
+                        held_suffix(&self.buf, &markers)
                     };
                     let emit = self.buf.len() - keep;
                     push_text(&mut out, &self.buf[..emit]);
@@ -265,5 +281,33 @@ impl ToolCallDetector for InferredDetector {
             State::Text
         };
         out
+    }
+}
+
+/// The part of a marker searched for in text: up to its first whitespace or wildcard, and for a
+/// marker that starts with a special token, that token (`[TOOL_CALLS]` of `[TOOL_CALLS][`), so
+/// whitespace the model puts after it still opens the call.
+fn first_token(marker: &str) -> String {
+    let t = marker.split_whitespace().next().unwrap_or("");
+    let t = t.split(super::WILDCARD).next().unwrap_or(t);
+    let close = match t.chars().next() {
+        Some('<') => '>',
+        Some('[') => ']',
+        _ => return t.to_string(),
+    };
+    match t.find(close) {
+        Some(e) => t[..e + close.len_utf8()].to_string(),
+        None => t.to_string(),
+    }
+}
+
+/// What starts a call block in the text.
+pub(super) fn trigger(f: &InferredFormat) -> String {
+    let opener = f.opener();
+    if opener.trim().is_empty() {
+        // A JSON call object with no marker before it.
+        "{".to_string()
+    } else {
+        first_token(opener)
     }
 }

@@ -72,6 +72,12 @@ fn lit_at(s: &str, pos: usize, lit: &str, eof: bool) -> Lit {
             continue;
         }
         let Some(c) = rest.chars().next() else { break };
+        // Between two tokens of a marker (`<|call|> fn`, `[TOOL_CALLS] [`) models may write
+        // whitespace the template did not.
+        let after_token = lit[..lit.len() - rest.len()].ends_with(['>', ']']);
+        if after_token || matches!(c, '<' | '[') {
+            i = skip_ws(s, i);
+        }
         if c.is_whitespace() {
             i = skip_ws(s, i);
             rest = rest.trim_start();
@@ -88,6 +94,32 @@ fn lit_at(s: &str, pos: usize, lit: &str, eof: bool) -> Lit {
         }
     }
     Lit::Ok(i)
+}
+
+/// A closing marker: where it is missing (the text goes on with something else, or the response
+/// ended), the call or section ends where its content ended, as the modules read a forgotten
+/// close tag.
+///
+/// `definite`: the content has an end of its own (a JSON object), so whatever follows it cannot
+/// be more of the call; otherwise only the end of the response or the next call's opener
+/// (`next`) ends it.
+fn close_at(s: &str, pos: usize, lit: &str, eof: bool, definite: bool, next: &str) -> Res<usize> {
+    match lit_at(s, pos, lit, eof) {
+        Lit::Ok(p) => Ok(p),
+        Lit::More => Err(Stop::More),
+        Lit::No => {
+            let rest = s[pos..].trim_start();
+            if definite || (eof && rest.is_empty()) || (!next.is_empty() && rest.starts_with(next))
+            {
+                Ok(pos)
+            } else {
+                Err(Stop::Fail(format!(
+                    "expected `{lit}`{}",
+                    found(s, skip_ws(s, pos))
+                )))
+            }
+        }
+    }
 }
 
 fn expect(s: &str, pos: usize, lit: &str, eof: bool) -> Res<usize> {
@@ -110,14 +142,22 @@ fn found(s: &str, at: usize) -> String {
     }
 }
 
-/// A tool or argument name: a run of letters, digits, `_`, `-` and `.`.
+/// A tool or argument name: a letter or `_`, then letters, digits, `_`, `-` and `.` (so `[1, 2]`
+/// is not a call list).
 fn name_at(s: &str, pos: usize, eof: bool) -> Result<Option<(usize, &str)>, Stop> {
     let i = skip_ws(s, pos);
+    if !s[i..].starts_with(|c: char| c.is_alphabetic() || c == '_') {
+        return if i == s.len() && !eof {
+            Err(Stop::More)
+        } else {
+            Ok(None)
+        };
+    }
     let j = skip_while(s, i, is_name);
     if j == s.len() && !eof {
         return Err(Stop::More);
     }
-    Ok((j > i).then(|| (j, &s[i..j])))
+    Ok(Some((j, &s[i..j])))
 }
 
 /// A JSON value at `pos` (after whitespace).
@@ -322,7 +362,18 @@ fn call_at(
             {
                 *committed = true;
             }
-            let (end, v) = json_at(s, i, eof)?;
+            let (end, v) = match json_at(s, i, eof) {
+                // Some models write the call as a Python dict (`{'name': 'f', …}`).
+                Err(Stop::Fail(e)) => match py_value_end(&s[i..]) {
+                    Some(n) => match Py::new(&s[i..i + n]).literal() {
+                        Ok(v) => (i + n, v),
+                        Err(_) => return Err(Stop::Fail(e)),
+                    },
+                    None if !eof => return Err(Stop::More),
+                    None => return Err(Stop::Fail(e)),
+                },
+                other => other?,
+            };
             let Value::Object(o) = &v else {
                 return Err(Stop::Fail(format!(
                     "a call must be a JSON object, got {}",
@@ -387,7 +438,7 @@ fn call_at(
                 }
                 pairs @ Arguments::Pairs { .. } => pairs_at(s, p, eof, pairs)?,
             };
-            let p = expect(s, p, arguments_close, eof)?;
+            let p = close_at(s, p, arguments_close, eof, false, "")?;
             let parsed = match args {
                 Args::Values(m) => Parsed::Call {
                     name,
@@ -417,7 +468,22 @@ fn block_inner(
         pos = expect(s, pos, &f.call_open, eof)?;
         let (p, item) = call_at(&f.call, s, pos, eof, committed)?;
         items.push(item);
-        pos = expect(s, p, &f.call_close, eof)?;
+        let definite = matches!(
+            f.call,
+            CallSyntax::JsonObject { .. }
+                | CallSyntax::Named {
+                    arguments: Arguments::Json,
+                    ..
+                }
+        );
+        pos = close_at(
+            s,
+            p,
+            &f.call_close,
+            eof,
+            definite,
+            &super::detector::trigger(f),
+        )?;
         if f.section_open.is_empty() {
             return Ok((pos, items));
         }
@@ -427,7 +493,25 @@ fn block_inner(
                 Lit::More => return Err(Stop::More),
                 Lit::No => {}
             }
-            pos = expect(s, pos, &f.call_separator, eof)?;
+            if f.call_separator.is_empty() && f.call_open.is_empty() {
+                // Calls one after another (a code block of calls): the section goes on while
+                // the next one parses.
+                match call_at(&f.call, s, pos, eof, &mut false) {
+                    Ok(_) => continue,
+                    Err(Stop::More) => return Err(Stop::More),
+                    Err(Stop::Fail(_)) => return Ok((pos, items)),
+                }
+            }
+            match lit_at(s, pos, &f.call_separator, eof) {
+                Lit::Ok(p) => match lit_at(s, p, &f.call_open, eof) {
+                    Lit::More => return Err(Stop::More),
+                    Lit::No => return Ok((pos, items)),
+                    Lit::Ok(_) => pos = p,
+                },
+                Lit::More => return Err(Stop::More),
+                // Neither the close nor another call: the section lost its close marker.
+                _ => return Ok((pos, items)),
+            }
             continue;
         }
         // No section close: the section goes on while the next call follows.
