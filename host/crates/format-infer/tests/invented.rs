@@ -36,6 +36,7 @@ fn timer(n: usize) -> DetectorEvent {
 fn check(calls: &str, transcript: &str, want: Vec<DetectorEvent>) -> InferredFormat {
     let template = chatml(calls);
     let f = infer(&template).unwrap_or_else(|e| panic!("{e}\ntemplate:\n{template}"));
+    common::lark::check_grammar(&f).unwrap_or_else(|e| panic!("grammar: {e}"));
     let got = events_any_chunking(&f, &options(), transcript);
     assert_eq!(got, want, "format: {f:#?}");
     // With reasoning before and the end-of-turn token after.

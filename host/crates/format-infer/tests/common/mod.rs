@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod lark;
+
 use rkmcp_format_infer::InferredFormat;
 use rkmcp_tool_formats::{DetectorEvent, DetectorOptions, normalize};
 use serde_json::json;
