@@ -20,7 +20,10 @@ use serde_json::{Value, json};
 pub use rkmcp_tool_formats::inferred::InferredFormat;
 
 mod diff;
+mod gguf;
 mod render;
+
+pub use gguf::{ModelTemplate, model_template};
 
 use diff::{common_prefix, common_suffix, marker_prefix, marker_suffix, middle};
 use render::{ANSWER, REASONING, RESULT, Renderer, call_message, calls, conversation};
