@@ -19,10 +19,12 @@ use serde_json::{Value, json};
 
 pub use rkmcp_tool_formats::inferred::InferredFormat;
 
+mod choose;
 mod diff;
 mod gguf;
 mod render;
 
+pub use choose::{FormatChoice, choose_format};
 pub use gguf::{ModelTemplate, model_template};
 
 use diff::{common_prefix, common_suffix, marker_prefix, marker_suffix, middle};
