@@ -163,6 +163,27 @@ fn calls_format(
     }
     let opener = f.opener().trim();
     f.anchored = opener.chars().count() < 3;
+    // `f(…)` and `call:f{…}`: the bracket the name suffix opens closes the arguments, apart
+    // from the call's own close marker (which a model may leave to its stop token).
+    if let CallSyntax::Named {
+        name_suffix,
+        arguments_close,
+        ..
+    } = &mut f.call
+        && arguments_close.is_empty()
+    {
+        let close = match name_suffix.chars().last() {
+            Some('(') => Some(')'),
+            Some('{') => Some('}'),
+            _ => None,
+        };
+        if let Some(c) = close
+            && let Some(rest) = f.call_close.strip_prefix(c)
+        {
+            *arguments_close = c.to_string();
+            f.call_close = rest.trim().to_string();
+        }
+    }
     Ok(f)
 }
 
@@ -373,6 +394,8 @@ fn pairs_syntax(t3: &str) -> Result<CallSyntax, InferError> {
     let name_suffix = &head[..head.len() - kp];
     let rest = &between[..between.len() - kp];
     let vs = marker_prefix(rest, after);
+    // A newline around each value is the template's padding, not part of the value.
+    let verbatim = !(mid_num.ends_with('\n') && rest.starts_with('\n'));
     Ok(CallSyntax::Named {
         name_suffix: name_suffix.trim().to_string(),
         arguments: Arguments::Pairs {
@@ -381,6 +404,7 @@ fn pairs_syntax(t3: &str) -> Result<CallSyntax, InferError> {
             value_suffix: rest[..vs].trim().to_string(),
             separator: rest[vs..].trim().to_string(),
             values,
+            verbatim,
         },
         arguments_close: String::new(),
     })

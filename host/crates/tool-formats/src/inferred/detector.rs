@@ -134,6 +134,14 @@ impl InferredDetector {
             .map(|m| first_token(m))
             .filter(|t| t.len() >= 3 && t.starts_with(['<', '[']) && *t != trigger)
             .collect();
+        let mut ids = Ids::new(setup);
+        if let super::CallSyntax::Named {
+            arguments: super::Arguments::Pairs { verbatim: true, .. },
+            ..
+        } = &format.call
+        {
+            ids = ids.with_verbatim_values();
+        }
         let state = if format.anchored {
             State::Start
         } else {
@@ -146,7 +154,7 @@ impl InferredDetector {
             buf: String::new(),
             state,
             error: String::new(),
-            ids: Ids::new(setup),
+            ids,
         }
     }
 

@@ -49,6 +49,7 @@ fn one_call(f: &InferredFormat, name: &str, args: &Map<String, Value>, index: us
                     value_suffix,
                     separator,
                     values,
+                    ..
                 } => args
                     .iter()
                     .map(|(k, v)| {
@@ -153,6 +154,7 @@ fn call_rule(f: &InferredFormat, tool: &ToolDef, rules: &mut Rules) -> String {
                     value_suffix,
                     separator,
                     values,
+                    ..
                 } => {
                     let text = match values {
                         Values::Text => text_until(rules, value_suffix, &[]),

@@ -107,6 +107,11 @@ pub enum Arguments {
         #[serde(default)]
         separator: String,
         values: Values,
+        /// Text values are written tight against their markers and kept as written; otherwise
+        /// (a newline around each value, as Qwen3-Coder writes them) one newline each side is
+        /// dropped.
+        #[serde(default)]
+        verbatim: bool,
     },
 }
 

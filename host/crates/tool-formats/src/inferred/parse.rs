@@ -234,13 +234,81 @@ enum Args {
     Text(Vec<(String, String)>),
 }
 
-fn pairs_at(s: &str, mut pos: usize, eof: bool, syntax: &Arguments) -> Res<(usize, Args)> {
+/// Where a text value starting at `from` ends: at a `value_suffix` that is followed by what may
+/// follow a value (the next key, the separator, or one of `follow`: the closing markers), so a
+/// close tag inside the value does not end it. A value that runs into the next key lost its
+/// `value_suffix`: an error, never a value swallowing the next argument. Without `follow` (a
+/// lone call body), the first `value_suffix` ends it.
+fn text_value_end(
+    s: &str,
+    from: usize,
+    eof: bool,
+    value_suffix: &str,
+    key_prefix: &str,
+    separator: &str,
+    follow: &[&str],
+) -> Res<usize> {
+    let token = first_token(value_suffix);
+    let key = first_token(key_prefix);
+    let mut nexts: Vec<&str> = vec![key, first_token(separator)];
+    nexts.extend(follow.iter().map(|f| first_token(f)));
+    nexts.retain(|n| !n.is_empty());
+    let mut search = from;
+    while let Some(at) = s[search..].find(token).map(|a| search + a) {
+        if !key.is_empty() && s[from..at].contains(key) {
+            return Err(Stop::Fail(format!(
+                "missing `{value_suffix}` before the next `{key}`"
+            )));
+        }
+        let after = match lit_at(s, at, value_suffix, eof) {
+            Lit::Ok(q) => q,
+            Lit::More => return Err(Stop::More),
+            Lit::No => {
+                search = at + token.len();
+                continue;
+            }
+        };
+        if follow.is_empty() {
+            return Ok(at);
+        }
+        let rest = s[after..].trim_start();
+        if rest.is_empty() {
+            return if eof { Ok(at) } else { Err(Stop::More) };
+        }
+        if nexts.iter().any(|n| rest.starts_with(n)) {
+            return Ok(at);
+        }
+        if nexts.iter().any(|n| n.starts_with(rest)) && !eof {
+            return Err(Stop::More);
+        }
+        search = at + token.len();
+    }
+    if !key.is_empty() && s[from..].contains(key) {
+        return Err(Stop::Fail(format!(
+            "missing `{value_suffix}` before the next `{key}`"
+        )));
+    }
+    Err(if eof {
+        Stop::Fail(format!("missing `{value_suffix}`"))
+    } else {
+        Stop::More
+    })
+}
+
+fn pairs_at(
+    s: &str,
+    mut pos: usize,
+    eof: bool,
+    syntax: &Arguments,
+    follow: &[&str],
+) -> Res<(usize, Args)> {
     let Arguments::Pairs {
         key_prefix,
         key_suffix,
         value_suffix,
         separator,
         values,
+        ..
     } = syntax
     else {
         return Err(Stop::Fail("not key/value arguments".into()));
@@ -277,18 +345,13 @@ fn pairs_at(s: &str, mut pos: usize, eof: bool, syntax: &Arguments) -> Res<(usiz
         p = expect(s, q, key_suffix, eof)?;
         match values {
             Values::Text => {
-                let token = first_token(value_suffix);
-                let Some(at) = s[p..].find(token) else {
-                    return Err(if eof {
-                        Stop::Fail(format!(
-                            "missing `{value_suffix}` after the value of `{key}`"
-                        ))
-                    } else {
-                        Stop::More
-                    });
-                };
-                text.push((key, s[p..p + at].to_string()));
-                p += at;
+                let at = text_value_end(s, p, eof, value_suffix, key_prefix, separator, follow)
+                    .map_err(|e| match e {
+                        Stop::Fail(why) => Stop::Fail(format!("{why} (the value of `{key}`)")),
+                        more => more,
+                    })?;
+                text.push((key, s[p..at].to_string()));
+                p = at;
             }
             Values::Literal => {
                 let (q, v) = literal_at(s, p, eof)?;
@@ -341,6 +404,7 @@ fn call_at(
     pos: usize,
     eof: bool,
     committed: &mut bool,
+    follow: &[&str],
 ) -> Res<(usize, Parsed)> {
     match syntax {
         CallSyntax::JsonObject {
@@ -436,7 +500,7 @@ fn call_at(
                         }
                     }
                 }
-                pairs @ Arguments::Pairs { .. } => pairs_at(s, p, eof, pairs)?,
+                pairs @ Arguments::Pairs { .. } => pairs_at(s, p, eof, pairs, follow)?,
             };
             let p = close_at(s, p, arguments_close, eof, false, "")?;
             let parsed = match args {
@@ -464,9 +528,18 @@ fn block_inner(
 ) -> Res<(usize, Vec<Parsed>)> {
     let mut pos = expect(s, 0, &f.section_open, eof)?;
     let mut items = Vec::new();
+    // What may follow the last argument value of a call.
+    let mut follow: Vec<&str> = vec![&f.call_close, &f.section_close, &f.call_separator];
+    if let CallSyntax::Named {
+        arguments_close, ..
+    } = &f.call
+    {
+        follow.push(arguments_close);
+    }
+    follow.retain(|m| !m.is_empty());
     loop {
         pos = expect(s, pos, &f.call_open, eof)?;
-        let (p, item) = call_at(&f.call, s, pos, eof, committed)?;
+        let (p, item) = call_at(&f.call, s, pos, eof, committed, &follow)?;
         items.push(item);
         let definite = matches!(
             f.call,
@@ -496,7 +569,7 @@ fn block_inner(
             if f.call_separator.is_empty() && f.call_open.is_empty() {
                 // Calls one after another (a code block of calls): the section goes on while
                 // the next one parses.
-                match call_at(&f.call, s, pos, eof, &mut false) {
+                match call_at(&f.call, s, pos, eof, &mut false, &follow) {
                     Ok(_) => continue,
                     Err(Stop::More) => return Err(Stop::More),
                     Err(Stop::Fail(_)) => return Ok((pos, items)),
@@ -550,7 +623,7 @@ impl CallSyntax {
     /// or the JSON call object): what inference uses to cut a rendered call out of a template's
     /// output with the very parser the detector runs.
     pub fn body_end(&self, text: &str) -> Option<usize> {
-        call_at(self, text, 0, true, &mut false)
+        call_at(self, text, 0, true, &mut false, &[])
             .ok()
             .map(|(end, _)| end)
     }
