@@ -351,3 +351,21 @@ fn every_family_but_harmony_is_inferred_and_agrees_on_its_corpus() {
     println!("{}\nall              {agreeing}/{total}", report.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every inferred family detector gives the same events for every two-way split and for
+/// char-by-char feeding of every corpus transcript (messy real-world text included).
+#[test]
+fn inferred_detectors_are_chunking_independent_on_every_corpus_transcript() {
+    let mut checked = 0;
+    for &format in ToolFormat::all() {
+        let Some(template) = family(format) else {
+            continue;
+        };
+        let Ok(f) = infer(&template) else { continue };
+        for c in corpus(format) {
+            common::events_any_chunking(&f, &c.opts, &c.input);
+            checked += 1;
+        }
+    }
+    assert!(checked > 300, "only {checked} transcripts");
+}

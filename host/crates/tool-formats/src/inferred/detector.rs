@@ -250,7 +250,13 @@ impl InferredDetector {
                         return out;
                     };
                     let raw: String = self.buf.drain(..end).collect();
-                    let error = std::mem::take(&mut self.error);
+                    // The message is read from the whole attempt, not from however much text
+                    // had arrived when the parser gave up (that depends on the chunking).
+                    let (error, committed) = match block(&self.format, &raw, true) {
+                        Step::Fail { error, committed } => (error, committed),
+                        _ => (std::mem::take(&mut self.error), committed),
+                    };
+                    self.error.clear();
                     if committed || !self.format.anchored {
                         self.ids.events(vec![Parsed::Bad { raw, error }], &mut out);
                     } else {
