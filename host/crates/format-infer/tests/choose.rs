@@ -12,11 +12,13 @@ fn a_template_marker_or_model_name_keeps_the_module() {
 {"name": "{{ tc.function.name }}", "arguments": {{ tc.function.arguments|tojson }}}
 </tool_call>{% endfor %}"#,
     );
-    // The template shows `<tool_call>` only in its output syntax, which is not a hint.
-    let by_name = choose_format(
-        Some((&hermes, "", "<|im_end|>")),
-        Some("Qwen2.5-1.5B-Instruct"),
+    let by_marker = choose_format(Some((&hermes, "", "<|im_end|>")), Some("my-model-7b"));
+    assert_eq!(by_marker, FormatChoice::Known(ToolFormat::Hermes));
+    // A syntax no module has, but the model's name names a family: the module wins.
+    let brackets = common::chatml(
+        "{% for tc in m.tool_calls %}[CALL]{{ tc.function.name }}[ARGS]{{ tc.function.arguments|tojson }}[/CALL]{% endfor %}",
     );
+    let by_name = choose_format(Some((&brackets, "", "")), Some("Qwen2.5-1.5B-Instruct"));
     assert_eq!(by_name, FormatChoice::Known(ToolFormat::Hermes));
 }
 
