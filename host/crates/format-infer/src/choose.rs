@@ -14,8 +14,8 @@ pub enum FormatChoice {
     /// Read from the template.
     Inferred(Box<InferredFormat>),
     /// Nothing matched and the template could not be read: the modules' family guess or the
-    /// fallback, with the reason.
-    Fallback { format: ToolFormat, notice: String },
+    /// fallback, and why the template could not be read.
+    Fallback { format: ToolFormat, reason: String },
 }
 
 /// Chooses the format for a model whose template is `template` (Jinja source, with its special
@@ -26,15 +26,24 @@ pub fn choose_format(template: Option<(&str, &str, &str)>, model: Option<&str>) 
         return FormatChoice::Known(f);
     }
     let format = ToolFormat::guess(source, model);
-    let notice = match template {
+    let reason = match template {
         None => "the model has no chat template to read a tool-call format from".to_string(),
         Some((source, bos, eos)) => match infer_with(source, bos, eos) {
             Ok(f) => return FormatChoice::Inferred(Box::new(f)),
             Err(e) => e.to_string(),
         },
     };
-    FormatChoice::Fallback {
-        format,
-        notice: format!("{notice}; reading tool calls as `{format}`"),
+    FormatChoice::Fallback { format, reason }
+}
+
+impl FormatChoice {
+    /// What to tell the user when the choice is a fallback.
+    pub fn notice(&self) -> Option<String> {
+        match self {
+            FormatChoice::Fallback { format, reason } => {
+                Some(format!("{reason}; reading tool calls as `{format}`"))
+            }
+            _ => None,
+        }
     }
 }

@@ -36,8 +36,10 @@ fn an_unknown_syntax_is_inferred() {
 #[test]
 fn an_unreadable_template_falls_back_with_a_notice() {
     let t = common::chatml("");
-    match choose_format(Some((&t, "", "")), Some("my-model-7b")) {
-        FormatChoice::Fallback { format, notice } => {
+    let choice = choose_format(Some((&t, "", "")), Some("my-model-7b"));
+    let notice = choice.notice().unwrap_or_default();
+    match choice {
+        FormatChoice::Fallback { format, .. } => {
             // ChatML is the Hermes family's frame.
             assert_eq!(format, ToolFormat::Hermes);
             assert!(
@@ -47,8 +49,10 @@ fn an_unreadable_template_falls_back_with_a_notice() {
         }
         other => panic!("{other:?}"),
     }
-    match choose_format(None, Some("my-model-7b")) {
-        FormatChoice::Fallback { format, notice } => {
+    let choice = choose_format(None, Some("my-model-7b"));
+    let notice = choice.notice().unwrap_or_default();
+    match choice {
+        FormatChoice::Fallback { format, .. } => {
             assert_eq!(format, ToolFormat::ToolCallJson);
             assert!(notice.contains("no chat template"), "{notice}");
         }
