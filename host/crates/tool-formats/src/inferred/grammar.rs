@@ -64,18 +64,30 @@ fn one_call(f: &InferredFormat, name: &str, args: &Map<String, Value>, index: us
                     .collect::<Vec<_>>()
                     .join(&spelled(separator, index)),
             };
-            format!(
-                "{name}{}{args_text}{}",
-                spelled(name_suffix, index),
-                spelled(arguments_close, index)
+            glue(
+                &glue(&glue(name, &spelled(name_suffix, index)), &args_text),
+                &spelled(arguments_close, index),
             )
         }
     };
-    format!(
-        "{}{body}{}",
-        spelled(&f.call_open, index),
-        spelled(&f.call_close, index)
+    glue(
+        &glue(&spelled(&f.call_open, index), &body),
+        &spelled(&f.call_close, index),
     )
+}
+
+/// `a` then `b`, with a newline where the trimmed markers would glue two words together or
+/// run into a code fence (`\`\`\`tool_code` and the call's name).
+fn glue(a: &str, b: &str) -> String {
+    let last = a.chars().next_back();
+    let first = b.chars().next();
+    let words = last.is_some_and(char::is_alphanumeric) && first.is_some_and(char::is_alphanumeric);
+    let fence = !a.is_empty() && (b.starts_with("```") || a.ends_with("```"));
+    if words || fence {
+        format!("{a}\n{b}")
+    } else {
+        format!("{a}{b}")
+    }
 }
 
 pub(super) fn example(f: &InferredFormat, calls: &[(&str, &Map<String, Value>)]) -> String {
@@ -87,12 +99,12 @@ pub(super) fn example(f: &InferredFormat, calls: &[(&str, &Map<String, Value>)])
     if f.section_open.is_empty() {
         return texts.join("\n");
     }
-    format!(
-        "{}{}{}",
-        f.section_open,
-        texts.join(&f.call_separator),
-        f.section_close
-    )
+    let sep = if f.call_separator.is_empty() && f.call_open.is_empty() {
+        "\n"
+    } else {
+        &f.call_separator
+    };
+    glue(&glue(&f.section_open, &texts.join(sep)), &f.section_close)
 }
 
 /// A marker as a Lark expression: literal pieces, whitespace as written, the wildcard as a
@@ -119,6 +131,17 @@ fn join(parts: &[String]) -> String {
         .cloned()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Elements of a call with optional whitespace between them, as the detector reads them (and as
+/// the template may have had it: `\`\`\`tool_code` then a newline).
+fn join_ws(parts: &[String]) -> String {
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" WS? ")
 }
 
 /// A JSON-quoted string, as Python and JSON literals write it.
@@ -163,7 +186,7 @@ fn call_rule(f: &InferredFormat, tool: &ToolDef, rules: &mut Rules) -> String {
                     let items: Vec<(String, bool)> = params(&schema)
                         .iter()
                         .map(|p| {
-                            let head = join(&[
+                            let head = join_ws(&[
                                 marker_expr(key_prefix),
                                 lit(p.name),
                                 marker_expr(key_suffix),
@@ -186,7 +209,7 @@ fn call_rule(f: &InferredFormat, tool: &ToolDef, rules: &mut Rules) -> String {
                     ordered(&items, &marker_expr(separator), rules).unwrap_or_default()
                 }
             };
-            join(&[
+            join_ws(&[
                 lit(&tool.name),
                 marker_expr(name_suffix),
                 args,
@@ -194,7 +217,7 @@ fn call_rule(f: &InferredFormat, tool: &ToolDef, rules: &mut Rules) -> String {
             ])
         }
     };
-    join(&[marker_expr(&f.call_open), body, marker_expr(&f.call_close)])
+    join_ws(&[marker_expr(&f.call_open), body, marker_expr(&f.call_close)])
 }
 
 pub(super) fn lark(f: &InferredFormat, tools: &[ToolDef], allow_answer: bool) -> Option<String> {
@@ -225,7 +248,7 @@ pub(super) fn lark(f: &InferredFormat, tools: &[ToolDef], allow_answer: bool) ->
         } else {
             String::new()
         };
-        join(&[
+        join_ws(&[
             marker_expr(&f.section_open),
             "call".into(),
             more,
