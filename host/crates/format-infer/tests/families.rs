@@ -297,7 +297,7 @@ fn agreement(format: ToolFormat, f: &InferredFormat, show: bool) -> (usize, usiz
 const PINNED: &[(&str, usize)] = &[
     ("tool-call-json", 11),
     ("tool-call-xml", 4),
-    ("hermes", 25),
+    ("hermes", 26),
     ("qwen3-coder", 25),
     ("llama3", 13),
     ("mistral", 10),

@@ -158,21 +158,26 @@ impl InferredDetector {
         }
     }
 
-    /// Where a failed block ends: after the closing marker, else at the next opener.
-    fn failed_end(&self, eof: bool) -> Option<usize> {
+    /// What ends a block: the section's close marker, else the call's (its first token).
+    fn close_token(&self) -> &str {
         let close = if !self.format.section_open.is_empty() && !self.format.section_close.is_empty()
         {
             &self.format.section_close
         } else {
             &self.format.call_close
         };
+        let token = close.split_whitespace().next().unwrap_or("");
+        token.split(super::WILDCARD).next().unwrap_or(token)
+    }
+
+    /// Where a failed block ends: after the closing marker, else at the next opener.
+    fn failed_end(&self, eof: bool) -> Option<usize> {
         if self.format.anchored {
             // The block is the whole message: its opener (`[`, `{`) also appears in values.
             return eof.then_some(self.buf.len());
         }
         let from = self.trigger.len().min(self.buf.len());
-        let token = close.split_whitespace().next().unwrap_or("");
-        let token = token.split(super::WILDCARD).next().unwrap_or(token);
+        let token = self.close_token();
         // The earliest of the two, so the end does not depend on how much text has arrived.
         let closed = (!token.is_empty())
             .then(|| self.buf[from..].find(token).map(|p| from + p + token.len()))
@@ -257,7 +262,13 @@ impl InferredDetector {
                         _ => (std::mem::take(&mut self.error), committed),
                     };
                     self.error.clear();
-                    if committed || !self.format.anchored {
+                    // A marker quoted in prose (no call begun, no close marker after it) is
+                    // the answer's text; one that was closed is a malformed call.
+                    let after = &raw[self.trigger.len().min(raw.len())..];
+                    let close = self.close_token();
+                    let closed = !close.is_empty() && after.contains(close);
+                    let structured = after.trim_start().starts_with(['{', '[', '<', '(', '"']);
+                    if committed || (!self.format.anchored && (closed || structured)) {
                         self.ids.events(vec![Parsed::Bad { raw, error }], &mut out);
                     } else {
                         push_text(&mut out, &raw);
