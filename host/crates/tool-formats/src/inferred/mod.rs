@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 mod detector;
 mod grammar;
+mod lexer;
 mod parse;
 #[cfg(test)]
 mod tests;
