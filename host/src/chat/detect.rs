@@ -51,6 +51,18 @@ impl ResponseDetector {
         }
     }
 
+    /// `detector` (a format read from the template) for a response in `format`'s family.
+    pub fn with_detector(
+        format: ToolFormat,
+        opts: &DetectorOptions,
+        detector: Box<dyn ToolCallDetector>,
+    ) -> ResponseDetector {
+        ResponseDetector {
+            active: Active::Builtin(detector),
+            ..ResponseDetector::builtin(format, opts)
+        }
+    }
+
     /// A session of `plugin` for the dialect `dialect`; the built-in detector for `format` (with
     /// a notice) when the plugin cannot start one.
     pub async fn start(

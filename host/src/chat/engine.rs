@@ -766,8 +766,11 @@ impl ChatEngine {
             .detector_format
             .clone()
             .unwrap_or_else(|| self.plan.format.name().to_string());
+        // Said once: why the format is only a guess.
+        notify(events, self.plan.format_notice.take());
         let reading = Reading {
             format: self.plan.format,
+            inferred: self.plan.inferred.as_deref(),
             tools: &self.plan.tools,
             detector: self
                 .plan

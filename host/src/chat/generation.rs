@@ -61,6 +61,8 @@ pub struct Reading<'a> {
     pub tools: &'a [ToolDef],
     /// `None`: no tools offered, so no detector (reasoning is still split off).
     pub detector: Option<(&'a str, Option<&'a Detector>)>,
+    /// The format read from the model's template, which then reads the calls.
+    pub inferred: Option<&'a rkmcp_format_infer::InferredFormat>,
 }
 
 /// Streams one generation of `request` on `backend`, read as `reading` says.
@@ -82,13 +84,15 @@ pub async fn stream(
     let mut opts = DetectorOptions::for_tools(reading.tools);
     opts.reasoning_open = reasoning_open;
     let mut stream = backend.generate(request);
-    let mut detector = match reading.detector {
-        Some((dialect, plugin)) => {
+    let inferred = reading.inferred.and_then(|f| f.detector(&opts).ok());
+    let mut detector = match (reading.detector, inferred) {
+        (Some(_), Some(d)) => Some(ResponseDetector::with_detector(reading.format, &opts, d)),
+        (Some((dialect, plugin)), None) => {
             let (d, notice) = ResponseDetector::start(reading.format, &opts, plugin, dialect).await;
             notify(events, notice);
             Some(d)
         }
-        None => None,
+        (None, _) => None,
     };
     // Without tools there is no detector, but reasoning is still kept apart.
     let mut reasoning_only = ReasoningFilter::new(reading.format, reasoning_open);

@@ -1,5 +1,8 @@
 //! What the model is shown: the system prompt with the tool section, the grammar that constrains
 //! a round, and the tool definitions in the form each format and backend expects.
+use std::sync::Arc;
+
+use rkmcp_format_infer::{FormatChoice, InferredFormat, choose_format, model_template};
 use rkmcp_llm::BackendInfo;
 use rkmcp_tool_formats::ToolFormat;
 use rkmcp_tool_formats::convert::{
@@ -45,15 +48,21 @@ pub struct ToolPlan {
     /// The converter plugin's tool section and grammar for these tools (set each turn when
     /// `[chat] converter` names one and it did not fail); `None`: the built-in converter's.
     pub converted: Option<PluginConversion>,
+    /// The call format read from the model's own chat template, when no format module matches
+    /// it: it reads the model's calls and teaches the prompt's example; `format` then only
+    /// shapes the tool results and the history.
+    pub inferred: Option<Arc<InferredFormat>>,
+    /// Why the format is only a guess (the template could not be read), said once in the chat.
+    pub format_notice: Option<String>,
 }
 
 impl ToolPlan {
     /// Picks the call format and prompt style: the config's choice, else guessed from the model's
     /// chat template name and file name.
     pub fn new(settings: &ChatSettings, info: &BackendInfo, tools: Vec<ToolDef>) -> ToolPlan {
-        let format = match settings.tool_format {
-            Auto::Set(f) => f,
-            Auto::Auto => guess_format(info),
+        let (format, inferred, format_notice) = match settings.tool_format {
+            Auto::Set(f) => (f, None, None),
+            Auto::Auto => choose_for(info),
         };
         let style = match settings.prompt_style {
             Auto::Set(s) => s,
@@ -65,6 +74,8 @@ impl ToolPlan {
             tools,
             tools_match: true,
             converted: None,
+            inferred,
+            format_notice,
         }
     }
 
@@ -84,6 +95,7 @@ impl ToolPlan {
             && settings.constrained_decoding
             && settings.grammar.is_none()
             && backend_has_grammar
+            && self.inferred.is_none()
             && self.offers_tools(settings)
             && gbnf_grammar_with(self.format, &self.tools, GrammarMode::CallOnly).is_some()
     }
@@ -107,6 +119,78 @@ pub fn guess_format(info: &BackendInfo) -> ToolFormat {
         .map(|s| s.to_string_lossy().into_owned());
     let template = template_markers(&info.chat_template);
     ToolFormat::guess(Some(template), model.as_deref())
+}
+
+/// The format for a model nobody configured: a module the chat template's call syntax or the
+/// model's name points at; else, for a GGUF model rendered with its own Jinja template, the
+/// format inferred from that template (read from the file's header); else the guess of
+/// [`guess_format`], with a notice saying why when a template could not be read.
+pub fn choose_for(info: &BackendInfo) -> (ToolFormat, Option<Arc<InferredFormat>>, Option<String>) {
+    let guessed = guess_format(info);
+    let own_jinja = info.chat_template.starts_with("jinja");
+    let gguf = info
+        .model
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+    if !own_jinja || !gguf {
+        return (guessed, None, None);
+    }
+    let model = info
+        .model
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned());
+    let t = match model_template(&info.model) {
+        Ok(t) => t,
+        Err(e) => {
+            // The backend loaded the model; a header this reader cannot follow is no news.
+            tracing::debug!("reading the chat template for the tool-call format: {e}");
+            return (guessed, None, None);
+        }
+    };
+    match choose_format(
+        Some((&t.source, &t.bos_token, &t.eos_token)),
+        model.as_deref(),
+    ) {
+        FormatChoice::Known(f) => (f, None, None),
+        FormatChoice::Inferred(f) => (guessed, Some(Arc::from(f)), None),
+        // Said only for a template that writes tool calls: one without (SmolLM2's) has
+        // nothing to read.
+        FormatChoice::Fallback { reason, .. } if t.source.contains("tool_call") => (
+            guessed,
+            None,
+            Some(format!("{reason}; reading tool calls as `{guessed}`")),
+        ),
+        FormatChoice::Fallback { .. } => (guessed, None, None),
+    }
+}
+
+/// The tool section for a format read from the template: the tools, and an exact call in the
+/// template's own syntax.
+fn inferred_section(f: &InferredFormat, tools: &[ToolDef]) -> String {
+    let mut out = String::from("You can call these tools:\n");
+    for t in tools {
+        let line = serde_json::json!({
+            "name": t.name,
+            "description": t.description,
+            "parameters": t.input_schema,
+        });
+        out.push_str(&format!("{line}\n"));
+    }
+    if let Some(t) = tools.first() {
+        let args: serde_json::Map<String, serde_json::Value> = t
+            .input_schema
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .and_then(|p| p.keys().next())
+            .map(|k| (k.clone(), serde_json::Value::String("...".into())))
+            .into_iter()
+            .collect();
+        out.push_str(&format!(
+            "To call a tool, reply with the call and nothing else, exactly like this:\n{}\n",
+            f.example(&t.name, &args)
+        ));
+    }
+    out
 }
 
 /// Backends report the template's family by name (`chatml`, `jinja (qwen)`), not its source;
@@ -143,9 +227,14 @@ pub fn system_prompt(
     if !plan.offers_tools(settings) || native_tools {
         return base.to_string();
     }
-    let section = match &plan.converted {
-        Some(c) => c.section.trim_end().to_string(),
-        None => render_tool_section_for(plan.style, plan.format, &plan.listed_tools(explicit)),
+    let section = match (&plan.converted, &plan.inferred) {
+        (Some(c), _) => c.section.trim_end().to_string(),
+        (None, Some(f)) => inferred_section(f, &plan.listed_tools(explicit))
+            .trim_end()
+            .to_string(),
+        (None, None) => {
+            render_tool_section_for(plan.style, plan.format, &plan.listed_tools(explicit))
+        }
     };
     if explicit {
         format!("{base}\n\n{section}\nIf none of the tools fits, call {ANSWER_DIRECTLY}.")
@@ -193,6 +282,15 @@ pub fn grammar_for_round(
         };
     }
     let tools = plan.listed_tools(explicit && name == "tool-or-answer_directly");
+    // A format read from the template has an llguidance grammar only (see [`guide_for`]); the
+    // module's grammar would hold the model to another syntax.
+    if let Some(f) = &plan.inferred {
+        return match mode {
+            GrammarMode::AnswerOnly => (None, "none"),
+            _ if f.lark_grammar(&tools, true).is_some() => (None, name),
+            _ => (None, "none"),
+        };
+    }
     match gbnf_grammar_with(plan.format, &tools, mode) {
         Some(g) => (Some(g), name),
         // Formats whose grammar only llguidance can express: the round is named, and
@@ -213,6 +311,13 @@ pub fn guide_for(plan: &ToolPlan, name: &str) -> Option<String> {
         "call-or-answer" => (GrammarMode::CallOrAnswer, plan.tools.clone()),
         _ => return None,
     };
+    if let Some(f) = &plan.inferred {
+        return match mode {
+            GrammarMode::AnswerOnly => None,
+            GrammarMode::CallOnly => f.lark_grammar(&tools, false),
+            GrammarMode::CallOrAnswer => f.lark_grammar(&tools, true),
+        };
+    }
     lark_grammar_with(plan.format, &tools, mode)
 }
 
@@ -237,6 +342,77 @@ mod tests {
             capabilities: Default::default(),
             detail: String::new(),
         }
+    }
+
+    /// A GGUF file with only a header: the chat template.
+    fn gguf(dir: &std::path::Path, name: &str, template: &str) -> PathBuf {
+        let mut b = Vec::new();
+        let s = |b: &mut Vec<u8>, t: &str| {
+            b.extend((t.len() as u64).to_le_bytes());
+            b.extend(t.as_bytes());
+        };
+        b.extend(b"GGUF");
+        b.extend(3u32.to_le_bytes());
+        b.extend(0u64.to_le_bytes());
+        b.extend(1u64.to_le_bytes());
+        s(&mut b, "tokenizer.chat_template");
+        b.extend(8u32.to_le_bytes());
+        s(&mut b, template);
+        let path = dir.join(name);
+        std::fs::write(&path, b).unwrap();
+        path
+    }
+
+    const CHATML: &str = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}";
+
+    #[test]
+    fn a_template_no_module_knows_is_inferred_and_taught() {
+        let dir = tempfile::tempdir().unwrap();
+        let calls = "{% if m.tool_calls %}{% for tc in m.tool_calls %}[CALL]{{ tc.function.name }}[ARGS]{{ tc.function.arguments|tojson }}[/CALL]{% endfor %}{% endif %}<|im_end|>\n{% endfor %}";
+        let model = gguf(dir.path(), "my-model.gguf", &format!("{CHATML}{calls}"));
+        let info = info("jinja", model.to_str().unwrap());
+        let settings = ChatSettings::default();
+        let tools = vec![ToolDef {
+            name: "get_time".into(),
+            description: None,
+            input_schema: serde_json::json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
+            annotations: None,
+        }];
+        let plan = ToolPlan::new(&settings, &info, tools);
+        let inferred = plan.inferred.as_ref().expect("inferred format");
+        assert_eq!(inferred.call_open, "[CALL]");
+        assert_eq!(plan.format_notice, None);
+        let prompt = system_prompt(&settings, &plan, false, false);
+        assert!(
+            prompt.contains("[CALL]get_time[ARGS]{\"tz\": \"...\"}[/CALL]"),
+            "{prompt}"
+        );
+        // The module's grammar would hold the model to another syntax: llguidance's own only.
+        assert!(guide_for(&plan, "call-or-answer").is_some_and(|g| g.contains("[CALL]")));
+    }
+
+    #[test]
+    fn an_unreadable_template_keeps_the_guess_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        // It writes tool calls, but not their names: nothing to read them by.
+        let calls = "{% if m.tool_calls %}<call/>{% endif %}<|im_end|>\n{% endfor %}";
+        let source = format!("{CHATML}{calls}");
+        let model = gguf(dir.path(), "my-model.gguf", &source);
+        let info_of = |p: &PathBuf| info("jinja", p.to_str().unwrap());
+        let plan = ToolPlan::new(&ChatSettings::default(), &info_of(&model), Vec::new());
+        assert!(plan.inferred.is_none());
+        let notice = plan.format_notice.unwrap_or_default();
+        assert!(
+            notice.contains("rendered no tool call") && notice.contains("as `tool-call-json`"),
+            "{notice}"
+        );
+        // A known model name keeps its module, whatever the template.
+        let named = gguf(dir.path(), "Qwen2.5-1.5B-Instruct.gguf", &source);
+        let plan = ToolPlan::new(&ChatSettings::default(), &info_of(&named), Vec::new());
+        assert_eq!(
+            (plan.format, plan.inferred.is_none()),
+            (ToolFormat::Hermes, true)
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod auth;
 mod chat;
 mod conformance;
 mod doctor;
+mod formats;
 pub mod elicit_form;
 mod models;
 mod plugins;
@@ -121,6 +122,9 @@ pub enum Command {
     /// Serve MCP: the configured servers' tools behind rkmcp's policy, and the local model as a
     /// tool (stdio, or streamable HTTP with --http).
     Serve(serve::ServeArgs),
+    /// Tool-call formats: infer one from a chat template, parse model output with one.
+    #[command(subcommand)]
+    Formats(formats::FormatsCommand),
     /// The client the official MCP conformance suite drives (for CI; see
     /// scripts/check.d/70-conformance.sh).
     #[command(hide = true, name = "conformance-client")]
@@ -290,6 +294,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Tasks(cmd) => tasks::run(&ctx, cmd).await,
         Command::ConformanceClient(args) => conformance::run(&ctx, args).await,
         Command::Serve(args) => serve::run(&ctx, args).await,
+        Command::Formats(cmd) => formats::run(&ctx, cmd).await,
     }
 }
 

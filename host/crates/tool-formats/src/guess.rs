@@ -18,22 +18,8 @@ fn best(
 }
 
 pub(crate) fn guess(chat_template: Option<&str>, model_name: Option<&str>) -> ToolFormat {
-    if let Some(t) = chat_template {
-        // Several markers may appear (e.g. a Qwen3-Coder template also contains `<tool_call>`):
-        // the ranks decide, not the position in the template.
-        if let Some(f) = best(|h| h.template, |m| t.contains(m)) {
-            return f;
-        }
-    }
-    if let Some(n) = model_name {
-        let squashed: String = n
-            .to_lowercase()
-            .chars()
-            .filter(|c| !matches!(c, '-' | '_' | '.' | ' '))
-            .collect();
-        if let Some(f) = best(|h| h.names, |m| squashed.contains(m)) {
-            return f;
-        }
+    if let Some(f) = guess_matched(chat_template, model_name) {
+        return f;
     }
     if let Some(t) = chat_template
         && let Some(f) = best(|h| h.family, |m| t.contains(m))
@@ -41,6 +27,28 @@ pub(crate) fn guess(chat_template: Option<&str>, model_name: Option<&str>) -> To
         return f;
     }
     ToolFormat::ToolCallJson
+}
+
+/// The format a template's call-syntax marker or the model's name points at; `None` when only a
+/// family resemblance (or nothing) would decide.
+pub(crate) fn guess_matched(
+    chat_template: Option<&str>,
+    model_name: Option<&str>,
+) -> Option<ToolFormat> {
+    if let Some(t) = chat_template {
+        // Several markers may appear (e.g. a Qwen3-Coder template also contains `<tool_call>`):
+        // the ranks decide, not the position in the template.
+        if let Some(f) = best(|h| h.template, |m| t.contains(m)) {
+            return Some(f);
+        }
+    }
+    let n = model_name?;
+    let squashed: String = n
+        .to_lowercase()
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | '.' | ' '))
+        .collect();
+    best(|h| h.names, |m| squashed.contains(m))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod convert;
 mod detect;
 mod formats;
 mod guess;
+pub mod inferred;
 mod parse;
 mod scan;
 
@@ -278,6 +279,16 @@ impl ToolFormat {
     /// `tool-call-json`, which needs no special tokens.
     pub fn guess(chat_template: Option<&str>, model_name: Option<&str>) -> ToolFormat {
         guess::guess(chat_template, model_name)
+    }
+
+    /// The format a template's call-syntax marker or the model name points at, `None` when
+    /// only a family resemblance or the fallback would decide: then a format inferred from the
+    /// template (`rkmcp-format-infer`) is the better reading.
+    pub fn guess_matched(
+        chat_template: Option<&str>,
+        model_name: Option<&str>,
+    ) -> Option<ToolFormat> {
+        guess::guess_matched(chat_template, model_name)
     }
 }
 
