@@ -18,7 +18,7 @@
 //! and over the "none" questions: no-tool ok = the model made no call attempt. `overall` counts a
 //! question right when it is right+valid (tool questions) or no-tool ok ("none" questions).
 //!
-//! Run: `cargo bench --bench tool_eval -- [--limit N] [--configs a,b] [--list]
+//! Run: `cargo bench --bench tool_eval -- [--limit N] [--tags a,b] [--configs a,b] [--list]
 //!       [--threads N] [--max-new-tokens N] [--context N]` (after scripts/setup).
 //! A configuration is `FORMAT[/STYLE][:MODE]`: FORMAT `auto` (the engine's guess from the chat
 //! template) or a tool-format name, STYLE a prompt style (default: the format's own), MODE
@@ -28,8 +28,9 @@
 //! match the question (`tool_shortlist = N`; `@auto`: rkmcp's default); a suffix `+gbnf` holds
 //! the rounds with llama.cpp's GBNF sampler instead of llguidance, `+copyN` sets `copy_bias = N`
 //! (the user's words get N added to their logits in rounds that may call; without it, rkmcp's
-//! default `auto`: 2 for a model file under 300 MiB, so `+copy0` turns grounding off). `--limit N` takes N
-//! questions spread evenly over the set; `--scores` prints each question's best tool-match score
+//! default `auto`: 2 for a model file under 300 MiB, so `+copy0` turns grounding off), `+unnamed`
+//! turns off `named_tools` (a tool the message names is not forced). `--limit N` takes N
+//! questions spread evenly over the set; `--tags a,b` only the questions with one of those tags; `--scores` prints each question's best tool-match score
 //! (what the explicit decision's gate and the shortlist see) and stops. Greedy decoding. Every configuration prints its
 //! generation speed (tok/s), so constrained and free generation compare within one run.
 //! Raw per-question results: target/tool-eval/results.json (rewritten after each configuration).
@@ -153,7 +154,7 @@ enum Mode {
 }
 
 /// What makes two configurations the same run: format, style, mode, shortlist, engine, bias.
-type SpecKey = (String, String, Mode, Shortlist, GrammarEngine, String);
+type SpecKey = (String, String, Mode, Shortlist, GrammarEngine, String, bool);
 
 #[derive(Debug, Clone)]
 struct Spec {
@@ -167,22 +168,29 @@ struct Spec {
     engine: GrammarEngine,
     /// `+copyN`: `copy_bias = N`; none: the default (`auto`).
     copy_bias: CopyBias,
+    /// `+unnamed`: `named_tools = false`.
+    named_tools: bool,
 }
 
 fn parse_spec(full: &str) -> Result<Spec, String> {
     let mut s = full;
     let mut engine = GrammarEngine::Llguidance;
     let mut copy_bias = CopyBias::Auto;
+    let mut named_tools = true;
     while let Some((head, suffix)) = s.rsplit_once('+') {
         if suffix == "gbnf" {
             engine = GrammarEngine::Gbnf;
+        } else if suffix == "unnamed" {
+            named_tools = false;
         } else if let Some(n) = suffix.strip_prefix("copy") {
             copy_bias = n
                 .parse::<f32>()
                 .map(CopyBias::Fixed)
                 .map_err(|_| format!("`+{suffix}`: expected +copyN with a number N"))?;
         } else {
-            return Err(format!("unknown suffix `+{suffix}` (+gbnf, +copyN)"));
+            return Err(format!(
+                "unknown suffix `+{suffix}` (+gbnf, +copyN, +unnamed)"
+            ));
         }
         s = head;
     }
@@ -229,6 +237,7 @@ fn parse_spec(full: &str) -> Result<Spec, String> {
         shortlist,
         engine,
         copy_bias,
+        named_tools,
     })
 }
 
@@ -250,6 +259,7 @@ fn settings_for(spec: &Spec) -> ChatSettings {
         tool_shortlist: spec.shortlist,
         grammar_engine: spec.engine,
         copy_bias: spec.copy_bias,
+        named_tools: spec.named_tools,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()
@@ -513,6 +523,8 @@ fn args_match(expected: &Map<String, Value>, actual: &Value) -> bool {
 
 struct Options {
     limit: Option<usize>,
+    /// `--tags a,b`: only the questions with one of these tags.
+    tags: Vec<String>,
     configs: Vec<String>,
     threads: Option<u32>,
     max_new_tokens: u32,
@@ -525,6 +537,7 @@ struct Options {
 fn parse_options() -> Options {
     let mut o = Options {
         limit: None,
+        tags: Vec::new(),
         configs: DEFAULT_CONFIGS.iter().map(|s| s.to_string()).collect(),
         threads: None,
         max_new_tokens: 96,
@@ -540,6 +553,14 @@ fn parse_options() -> Options {
         };
         match arg.as_str() {
             "--limit" => o.limit = Some(value("a number").parse().expect("--limit: a number")),
+            "--tags" => {
+                o.tags = value("a,b,…")
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
             "--configs" => {
                 o.configs = value("a,b,…")
                     .split(',')
@@ -562,7 +583,7 @@ fn parse_options() -> Options {
             // `cargo bench` passes --bench to harness-less benches.
             "--bench" => {}
             other => panic!(
-                "unknown argument `{other}` (expected --limit N, --configs a,b, --threads N, \
+                "unknown argument `{other}` (expected --limit N, --tags a,b, --configs a,b, --threads N, \
                  --max-new-tokens N, --context N, --list)"
             ),
         }
@@ -908,7 +929,10 @@ async fn main() {
         .iter()
         .map(|c| parse_spec(c).unwrap_or_else(|e| panic!("--configs `{c}`: {e}")))
         .collect();
-    let all = load_questions();
+    let mut all = load_questions();
+    if !options.tags.is_empty() {
+        all.retain(|q| q.tags.iter().any(|t| options.tags.contains(t)));
+    }
     let picked = spread(&all, options.limit.unwrap_or(usize::MAX));
 
     let config_dir = tempfile::tempdir().expect("a temporary directory");
@@ -1005,6 +1029,7 @@ async fn main() {
             spec.shortlist,
             spec.engine,
             format!("{:?}", spec.copy_bias),
+            spec.named_tools,
         );
         if let Some((_, earlier)) = seen.iter().find(|(k, _)| *k == key) {
             eprintln!("[{}] same settings as {earlier}: not run again", spec.name);

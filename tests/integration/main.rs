@@ -36,8 +36,10 @@ mod chat_approval_guards;
 mod chat_converter_plugins;
 mod chat_detector_plugins;
 mod chat_loop_transcripts;
+mod chat_named_tool;
 mod chat_plugin_reload;
 mod chat_real_model;
 
 mod cli_config_errors;
+mod cli_formats;
 mod first_run;
