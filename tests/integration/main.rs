@@ -16,6 +16,8 @@ mod serve;
 mod elicitation;
 mod health;
 mod sampling;
+// MCP skills (SEP-2640): listing, loading and verifying.
+mod skills;
 mod subscriptions;
 mod tasks;
 

@@ -264,6 +264,8 @@ const HELP: &str = "\
 /subscribe URI           show a notice whenever the resource changes
 /unsubscribe URI         stop those notices
 /prompt NAME [k=v …]     put a server's prompt template into the conversation and answer it
+/skills                  the skills servers offer (reads no skill file)
+/skill NAME [FILE]       load a skill (or one of its files) into the conversation, verified
 /plugins                 the WebAssembly plugins found and their status
 /roots [add|remove PATH] the directories servers may work in (roots)
 /context                 how much of the model's context window the conversation takes
@@ -280,6 +282,8 @@ const COMMANDS: &[&str] = &[
     "subscribe",
     "unsubscribe",
     "prompt",
+    "skills",
+    "skill",
     "plugins",
     "roots",
     "context",
@@ -314,6 +318,12 @@ async fn slash(engine: &mut ChatEngine, config: &crate::config::Config, command:
         "resource" => add_resource(engine, &rest).await,
         "subscribe" | "unsubscribe" => subscription(engine, name == "subscribe", &rest).await,
         "prompt" => add_prompt(engine, &rest).await,
+        "skills" => super::skills::chat_list(engine)
+            .await
+            .map(|()| Flow::Continue),
+        "skill" => super::skills::chat_load(engine, &rest)
+            .await
+            .map(|()| Flow::Continue),
         "plugins" => show_plugins(config),
         "roots" => super::roots_command::run(engine.sessions(), &rest)
             .await

@@ -4,7 +4,8 @@
 //! It is rkmcp's own session layer, not a second protocol implementation: one server configured
 //! in code (streamable HTTP at the URL the suite appends), started by the [`SessionManager`],
 //! then exercised the way a user of `rkmcp tools call` / `resources read` / `prompts get` would:
-//! every tool is called (arguments made from its schema), every resource read, every prompt got.
+//! every tool is called (arguments made from its schema), every resource read, every prompt got,
+//! every skill listed and (except where a scenario checks listing alone) loaded and verified.
 //! Server requests are answered by [`Answering`], which accepts (elicitation with the form's
 //! defaults, sampling with a fixed text) so the suite can observe the whole exchange.
 //!
@@ -146,9 +147,40 @@ pub async fn run(_ctx: &Context, args: ConformanceArgs) -> anyhow::Result<ExitCo
             eprintln!("conformance: {err}");
         }
     }
+    exercise_skills(&manager, &scenario).await;
     drop(session);
     manager.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Skills (SEP-2640) the way `rkmcp skills list` and `rkmcp skills show NAME` use them: list,
+/// then load each skill, which reads its SKILL.md and verifies it. A `*-no-prefetch` scenario
+/// checks that listing alone reads no skill file, so there the client lists and stops, as a
+/// user who only ran `skills list` would.
+async fn exercise_skills(manager: &SessionManager, scenario: &str) {
+    let (listed, failures) = crate::mcp::skills::list_all(manager, Some(SERVER)).await;
+    for failure in failures {
+        eprintln!("conformance: {failure}");
+    }
+    for skill in &listed {
+        eprintln!("conformance: skill `{}` at {}", skill.name(), skill.uri());
+    }
+    if scenario.ends_with("-no-prefetch") {
+        return;
+    }
+    let Some(session) = manager.session(SERVER) else {
+        return;
+    };
+    for skill in &listed {
+        match crate::mcp::skills::load(session, skill).await {
+            Ok(loaded) => eprintln!(
+                "conformance: loaded skill `{}` ({} bytes, verified)",
+                loaded.name,
+                loaded.text.len()
+            ),
+            Err(err) => eprintln!("conformance: {err}"),
+        }
+    }
 }
 
 /// `toolCalls` from the scenario context: `[{"name": …, "arguments": {…}}, …]`.

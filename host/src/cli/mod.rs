@@ -22,6 +22,7 @@ mod plugins;
 mod roots_command;
 pub mod sampling_prompt;
 mod serve;
+mod skills;
 pub mod status;
 mod tasks;
 
@@ -93,6 +94,9 @@ pub enum Command {
     /// List and render MCP prompts.
     #[command(subcommand)]
     Prompts(PromptsCommand),
+    /// List MCP servers' skills and load one, verified (SEP-2640 skills extension).
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// List, inspect and check WebAssembly plugins; start, install and grant them.
     #[command(subcommand)]
     Plugins(plugins::PluginsCommand),
@@ -284,6 +288,7 @@ async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
         Command::Tools(cmd) => crate::cli::inspect::tools(&ctx, cmd).await,
         Command::Resources(cmd) => crate::cli::inspect::resources(&ctx, cmd).await,
         Command::Prompts(cmd) => crate::cli::inspect::prompts(&ctx, cmd).await,
+        Command::Skills(cmd) => skills::run(&ctx, cmd).await,
         Command::Plugins(cmd) => plugins::run(&ctx, cmd).await,
         Command::Chat(args) => chat::run(&ctx, args).await,
         Command::Ask(args) => ask::run(&ctx, args).await,

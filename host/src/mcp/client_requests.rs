@@ -77,8 +77,12 @@ pub fn default_capabilities() -> ClientCapabilities {
         "roots": { "listChanged": true },
         "sampling": {},
         "elicitation": { "form": {}, "url": {} },
-        // Tool calls may become tasks (2026-07-28 tasks extension; see tasks.rs).
-        "extensions": { (super::tasks::TASKS_EXTENSION): {} },
+        // Tool calls may become tasks (2026-07-28 tasks extension; see tasks.rs); skills are
+        // listed and loaded on demand (SEP-2640; see skills.rs).
+        "extensions": {
+            (super::tasks::TASKS_EXTENSION): {},
+            (super::skills::SKILLS_EXTENSION): {},
+        },
     }))
     .unwrap_or_default()
 }
@@ -305,5 +309,6 @@ mod tests {
         assert!(caps["sampling"].is_object());
         assert!(caps["elicitation"]["form"].is_object());
         assert!(caps["extensions"][super::super::tasks::TASKS_EXTENSION].is_object());
+        assert!(caps["extensions"][super::super::skills::SKILLS_EXTENSION].is_object());
     }
 }

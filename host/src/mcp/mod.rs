@@ -20,6 +20,7 @@ pub mod negotiate;
 pub mod plugin_transport;
 pub mod roots;
 pub mod session;
+pub mod skills;
 pub mod sse;
 pub mod stdio_transport;
 pub mod tap;
