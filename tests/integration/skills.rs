@@ -173,7 +173,12 @@ async fn a_frontmatter_difference_is_refused_field_by_field() {
 async fn a_tampered_supporting_file_is_refused() {
     let (message, _) = refusal("forms", "pdf-processing", Some("references/FORMS.md")).await;
     assert!(message.contains(FORMS), "{message}");
-    assert!(message.contains("has digest"), "{message}");
+    // The tampered file is longer than listed, so the size check (run before the digest) refuses it.
+    assert!(
+        message.contains("bytes, the skill's listing says")
+            && message.contains("its content was not used"),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -137,6 +137,11 @@ async def list_resources(ctx, params) -> types.ListResourcesResult:
     )
 
 
+async def list_resource_templates(ctx, params) -> types.ListResourceTemplatesResult:
+    # A server with resources lists its templates too (rkmcp asks for both when it connects).
+    return types.ListResourceTemplatesResult(resource_templates=[])
+
+
 async def read_resource(ctx, params: types.ReadResourceRequestParams):
     uri = str(params.uri)
     if reads_file:
@@ -145,13 +150,16 @@ async def read_resource(ctx, params: types.ReadResourceRequestParams):
     text = served(uri)
     if text is None:
         return types.ErrorData(code=-32602, message=f"no resource at {uri}")
-    return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
+    )
 
 
 server = Server(
     "rkmcp-skills-test",
     version="1.0.0",
     on_list_resources=list_resources,
+    on_list_resource_templates=list_resource_templates,
     on_read_resource=read_resource,
 )
 server.extensions = {EXTENSION: {}}
