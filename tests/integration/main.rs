@@ -40,4 +40,5 @@ mod chat_plugin_reload;
 mod chat_real_model;
 
 mod cli_config_errors;
+mod cli_stderr;
 mod first_run;

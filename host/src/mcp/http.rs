@@ -430,6 +430,13 @@ fn initialize_error(config: &ServerConfig, err: ClientInitializeError) -> Connec
             StreamableHttpError::Client(e) => {
                 return ConnectError::Other(format!("initialize failed: {}", describe_reqwest(e)));
             }
+            // Not an MCP endpoint at all (a web page, a proxy's answer): which handshake was
+            // tried first does not matter.
+            StreamableHttpError::UnexpectedContentType(content_type) => {
+                return ConnectError::Other(super::errors::unexpected_content_type(
+                    content_type.as_deref(),
+                ));
+            }
             _ => {}
         }
     }

@@ -109,20 +109,8 @@ pub fn describe(err: &ClientInitializeError) -> String {
         ClientInitializeError::ConnectionClosed(during) => {
             format!("the connection closed while waiting for the {during}")
         }
-        other => {
-            // Transport errors carry their cause chain; show it.
-            let mut text = other.to_string();
-            let mut source = std::error::Error::source(other);
-            while let Some(cause) = source {
-                let cause_text = cause.to_string();
-                if !text.contains(&cause_text) {
-                    text.push_str(": ");
-                    text.push_str(&cause_text);
-                }
-                source = cause.source();
-            }
-            text
-        }
+        // Transport errors carry their cause chain, worded without rmcp's type names.
+        other => super::errors::describe(other),
     }
 }
 

@@ -13,6 +13,13 @@
 //! hand-written rather than taken from an ANSI-stripping crate: those remove well-formed
 //! sequences only and leave C1 controls and bidi overrides alone.
 use std::borrow::Cow;
+
+/// The tracing target of a notice: a line the person at the terminal must see (a server that
+/// did not start, a sign-in needed, a plugin fault). rkmcp prints these on stderr at every
+/// verbosity as `rkmcp: warning: …`; every other log line goes to the log file or shows with `-v`.
+/// Emit one with `tracing::warn!(target: NOTICE_TARGET, server = %name, "…")`; the message must
+/// be a sentence for a person (no Rust type names, no Debug output) that says what to do.
+pub const NOTICE_TARGET: &str = "rkmcp_notice";
 use std::fmt::Write as _;
 
 /// Whether `c` must not reach a terminal raw. `\n` and `\t` are allowed here; see [`sanitize`]
