@@ -4,6 +4,8 @@
 #   PyPI: mcp-server-time, mcp (for the test servers we write)         → $RKMCP_DEPS/venv
 # The presence checks read package metadata only (importing `mcp` to check it costs seconds).
 set -euo pipefail
+# shellcheck source=lib/pins.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/pins.sh"
 deps="${RKMCP_DEPS:?}"
 node_dir="$deps/node"
 mkdir -p "$node_dir"
@@ -23,20 +25,5 @@ pins=(mcp-server-time==2026.10.19 mcp==2.3.0)
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-mapfile -t missing < <("$venv/bin/python" - "${pins[@]}" <<'PY'
-import sys
-from importlib.metadata import PackageNotFoundError, version
-for pin in sys.argv[1:]:
-    name, want = pin.split("==")
-    try:
-        ok = version(name) == want
-    except PackageNotFoundError:
-        ok = False
-    if not ok:
-        print(pin)
-PY
-)
-if [ ${#missing[@]} -gt 0 ]; then
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "${missing[@]}"
-fi
+pip_install_pins "$venv" "${pins[@]}"
 echo "10-mcp-servers: server-everything $everything_version, server-filesystem $filesystem_version, ${pins[*]} are present"

@@ -5,6 +5,8 @@
 # server the transport-websocket test talks to). Idempotent: only what is missing is installed.
 # The venv lives at $RKMCP_DEPS/venv-plugins; build scripts and tests find it there.
 set -euo pipefail
+# shellcheck source=lib/pins.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/pins.sh"
 repo="${RKMCP_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 deps="${RKMCP_DEPS:-$repo/.deps}"
 venv="$deps/venv-plugins"
@@ -19,20 +21,5 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 # One interpreter start checks every pin (pip show costs ~2 s each).
-mapfile -t missing < <("$venv/bin/python" - "${pins[@]}" <<'PY'
-import sys
-from importlib.metadata import PackageNotFoundError, version
-for pin in sys.argv[1:]:
-    name, want = pin.split("==")
-    try:
-        ok = version(name) == want
-    except PackageNotFoundError:
-        ok = False
-    if not ok:
-        print(pin)
-PY
-)
-if [ ${#missing[@]} -gt 0 ]; then
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${missing[@]}"
-fi
+pip_install_pins "$venv" "${pins[@]}"
 echo "30-plugin-toolchains: ${pins[*]} are present"
