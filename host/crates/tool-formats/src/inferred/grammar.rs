@@ -193,7 +193,9 @@ fn call_rule(f: &InferredFormat, tool: &ToolDef, rules: &mut Rules) -> String {
                             ]);
                             let value = match values {
                                 // `text` ends with the value suffix.
-                                Values::Text => text_value(p.schema, &text, value_suffix).0,
+                                Values::Text => {
+                                    text_value(p.schema, &text, &marker_expr(value_suffix)).0
+                                }
                                 Values::Literal if is_string(p.schema) => {
                                     join(&[JSON_STRING.to_string(), marker_expr(value_suffix)])
                                 }
