@@ -6,6 +6,7 @@
 //! chat loop, the CLI.
 mod audit_log;
 mod mcp_hostile_servers;
+mod mcp_negotiation;
 mod mcp_protocol;
 mod mcp_real_servers;
 mod mcp_session_behaviour;
@@ -44,4 +45,5 @@ mod chat_real_model;
 
 mod cli_config_errors;
 mod cli_formats;
+mod cli_stderr;
 mod first_run;

@@ -148,7 +148,7 @@ impl AuditLog {
         if let Err(err) = file.write_line(line.as_bytes()) {
             // Warn once per failure streak would need state; a warning per entry is acceptable
             // because a failing audit log is something the user must notice.
-            tracing::error!("cannot write the audit log {}: {err}", self.path.display());
+            tracing::error!(target: crate::logging::NOTICE_TARGET, "cannot write the audit log {}: {err}", self.path.display());
         }
     }
 

@@ -102,6 +102,9 @@ impl ConverterPlugin {
     }
 
     fn fallback_notice(&self, what: &str, why: &str) -> String {
+        // The plugin host's error names the plugin too; once is enough.
+        let prefix = format!("plugin `{}`: ", self.name());
+        let why = why.strip_prefix(&prefix).unwrap_or(why);
         format!(
             "converter plugin `{}` failed on {what} ({why}); the built-in converter is used for it",
             self.name()

@@ -213,6 +213,9 @@ impl ResponseDetector {
 }
 
 fn fallback_notice(plugin: &str, error: &str, format: ToolFormat) -> String {
+    // The plugin host's error names the plugin too; once is enough.
+    let prefix = format!("plugin `{plugin}`: ");
+    let error = error.strip_prefix(&prefix).unwrap_or(error);
     format!(
         "detector plugin `{plugin}` failed ({error}); the built-in {format} detector reads this answer instead"
     )

@@ -163,17 +163,16 @@ impl ArgumentValidator {
             Ok(Err(err)) => {
                 let reason = truncate(&err.to_string(), MAX_MESSAGE);
                 tracing::warn!(
-                    tool,
-                    %reason,
-                    "the server's input schema for this tool is not a valid JSON Schema; \
+                    target: crate::logging::NOTICE_TARGET,
+                    "the server's input schema for `{tool}` is not a valid JSON Schema ({reason}); \
                      its arguments are not validated (the server will judge them)"
                 );
                 None
             }
             Err(_) => {
                 tracing::warn!(
-                    tool,
-                    "compiling the server's input schema for this tool failed; \
+                    target: crate::logging::NOTICE_TARGET,
+                    "compiling the server's input schema for `{tool}` failed; \
                      its arguments are not validated (the server will judge them)"
                 );
                 None

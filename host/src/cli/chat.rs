@@ -720,18 +720,7 @@ fn show_notification(
             multi.suspend(|| eprintln!("{line}"));
         }
         SessionEvent::Health { server, transition } => {
-            use crate::mcp::health::Transition;
-            let line = match transition {
-                Transition::WentDown { reason } => {
-                    format!("[{server} is down: {reason}; restarting it]")
-                }
-                Transition::CameBack { restarts } => {
-                    format!("[{server} is back (restart {restarts}); its tools are available]")
-                }
-                Transition::GaveUp { restarts } => format!(
-                    "[{server} stayed down after {restarts} restarts; rkmcp gave up on it (max_restarts)]"
-                ),
-            };
+            let line = format!("[{server} {transition}]");
             let line = dim(&printable(&line));
             multi.suspend(|| eprintln!("{line}"));
         }

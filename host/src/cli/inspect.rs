@@ -151,6 +151,8 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                     "status": "up",
                     "protocol_version": info.as_ref().map(|i| i.protocol_version.to_string()),
                     "stateless": s.is_stateless(),
+                    // Why `protocol = "auto"` settled on `initialize`, when it did.
+                    "protocol_note": s.handshake().note(),
                     "server": info.as_ref().and_then(|i| i.server_info.as_ref()).map(|i| format!("{} {}", i.name, i.version)),
                     "tools": catalog.tools.len(),
                     "resources": catalog.resources.len(),
@@ -202,9 +204,15 @@ pub async fn servers(ctx: &Context, cmd: ServersCommand) -> anyhow::Result<ExitC
                         s("name"),
                         status,
                         s("server"),
-                        match r["stateless"].as_bool() {
-                            Some(true) => format!("{} stateless", s("protocol_version")),
-                            _ => s("protocol_version"),
+                        {
+                            let mut protocol = s("protocol_version");
+                            if r["stateless"].as_bool() == Some(true) {
+                                protocol.push_str(" stateless");
+                            }
+                            if let Some(note) = r["protocol_note"].as_str() {
+                                protocol.push_str(&format!(" ({note})"));
+                            }
+                            protocol
                         },
                         s("tools"),
                         s("resources"),

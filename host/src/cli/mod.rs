@@ -61,10 +61,12 @@ pub struct GlobalArgs {
     /// Print machine-readable JSON on stdout instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
-    /// More logging on stderr (-v info, -vv debug, -vvv trace). RUST_LOG overrides.
+    /// Show the log on stderr: -v info lines of rkmcp and its libraries, -vv debug, -vvv trace
+    /// (RUST_LOG overrides). Without it only rkmcp's notices appear there.
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Write logs to this file instead of stderr.
+    /// Write the log to this file instead of stderr (warnings and errors, more with -v);
+    /// notices still appear on stderr.
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
     /// Record every MCP message, tool call and approval in this audit log (JSON lines, secrets

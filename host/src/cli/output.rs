@@ -38,7 +38,8 @@ pub fn short(text: Option<&str>, max: usize) -> String {
     }
 }
 
-/// Prints a warning line on stderr.
+/// Prints a warning line on stderr (`rkmcp: warning: …`, once per run) and puts it in the log
+/// file: a notice, shown at every verbosity (see [`crate::logging`]).
 pub fn warn(message: impl std::fmt::Display) {
-    eprintln!("rkmcp: warning: {message}");
+    tracing::warn!(target: crate::logging::NOTICE_TARGET, "{message}");
 }

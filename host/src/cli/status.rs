@@ -51,7 +51,7 @@ pub fn print_start(engine: &ChatEngine, failures: &[StartFailure]) {
         );
     }
     for f in failures {
-        eprintln!("[MCP: server '{}' did not start: {}]", f.server, f.error);
+        super::output::warn(&f.error);
     }
 }
 
@@ -241,7 +241,7 @@ impl Printer {
                 ));
             }
             ChatEvent::Generated { stats, .. } => self.generations.push(stats.clone()),
-            ChatEvent::Notice { message } => self.status(format!("[rkmcp: {message}]")),
+            ChatEvent::Notice { message } => self.status(format!("rkmcp: {message}")),
             ChatEvent::Round { .. } => {
                 self.reasoning_seen = false;
                 self.held.clear();

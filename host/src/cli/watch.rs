@@ -29,7 +29,7 @@ pub async fn watch(
         let updated = match event {
             Ok(SessionEvent::ResourceUpdated { uri: u, .. }) if u == uri => u,
             Ok(SessionEvent::Health { transition, .. }) => {
-                eprintln!("rkmcp: {}: {transition:?}", session.name());
+                eprintln!("rkmcp: server `{}` {transition}", session.name());
                 continue;
             }
             Ok(_) => continue,

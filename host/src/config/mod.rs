@@ -24,8 +24,8 @@ pub use locations::Locations;
 use raw::RawConfig;
 use resolve::resolve;
 pub use server::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_MESSAGE_MB, DEFAULT_PREFIX, DEFAULT_REQUEST_TIMEOUT,
-    LOG_LEVELS, PROTOCOL_VERSIONS, Protocol, ServerConfig, TransportKind,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DISCOVER_TIMEOUT, DEFAULT_MAX_MESSAGE_MB, DEFAULT_PREFIX,
+    DEFAULT_REQUEST_TIMEOUT, LOG_LEVELS, PROTOCOL_VERSIONS, Protocol, ServerConfig, TransportKind,
 };
 
 /// A configuration mistake (exit code 2). The message names the file, position and key.

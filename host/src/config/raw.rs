@@ -51,6 +51,8 @@ pub struct RawRoots {
 pub struct RawDefaults {
     pub connect_timeout: Option<RawDuration>,
     pub request_timeout: Option<RawDuration>,
+    /// How long `protocol = "auto"` waits for an answer to `server/discover`.
+    pub discover_timeout: Option<RawDuration>,
     /// How often each server is checked (ping).
     pub health_interval: Option<RawDuration>,
     /// Restarts of a server that went down before rkmcp gives up on it.
@@ -84,6 +86,8 @@ pub struct RawServer {
     pub headers: BTreeMap<String, String>,
     pub connect_timeout: Option<RawDuration>,
     pub request_timeout: Option<RawDuration>,
+    /// How long `protocol = "auto"` waits for an answer to `server/discover`.
+    pub discover_timeout: Option<RawDuration>,
     pub health_interval: Option<RawDuration>,
     pub max_restarts: Option<u32>,
     #[serde(default)]

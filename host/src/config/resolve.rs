@@ -16,6 +16,7 @@ pub(super) fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, Confi
     };
     let mut connect_default = DEFAULT_CONNECT_TIMEOUT;
     let mut request_default = DEFAULT_REQUEST_TIMEOUT;
+    let mut discover_default = DEFAULT_DISCOVER_TIMEOUT;
     let mut health_default = crate::mcp::health::HealthPolicy::default().interval;
     let mut restarts_default = crate::mcp::health::HealthPolicy::default().max_restarts;
     let mut prefix_default = DEFAULT_PREFIX.to_string();
@@ -36,6 +37,11 @@ pub(super) fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, Confi
         if let Some(d) = &raw.defaults.request_timeout {
             request_default = d.to_duration().map_err(|e| {
                 ConfigError::new(format!("{}: {e}", defaults_key("request_timeout")))
+            })?;
+        }
+        if let Some(d) = &raw.defaults.discover_timeout {
+            discover_default = d.to_duration().and_then(discover_timeout).map_err(|e| {
+                ConfigError::new(format!("{}: {e}", defaults_key("discover_timeout")))
             })?;
         }
         if let Some(d) = &raw.defaults.health_interval {
@@ -147,6 +153,13 @@ pub(super) fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, Confi
                 .map_err(|e| err(format!("`request_timeout`: {e}")))?,
             None => request_default,
         };
+        let discover_timeout = match &raw.discover_timeout {
+            Some(d) => d
+                .to_duration()
+                .and_then(discover_timeout)
+                .map_err(|e| err(format!("`discover_timeout`: {e}")))?,
+            None => discover_default,
+        };
         let max_message_mb = match raw.max_message_mb {
             Some(mb) => positive_mb(mb).map_err(|e| err(format!("`max_message_mb`: {e}")))?,
             None => max_message_default,
@@ -193,6 +206,7 @@ pub(super) fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, Confi
             headers: raw.headers.clone(),
             connect_timeout,
             request_timeout,
+            discover_timeout,
             health_interval,
             max_restarts: raw.max_restarts.unwrap_or(restarts_default),
             allow: raw.allow.clone(),

@@ -42,6 +42,12 @@ impl fmt::Display for TransportKind {
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `protocol = "auto"` waits for `server/discover` before it sends `initialize`. A
+/// 2026-07-28 server answers the probe from memory, so the wait is the server's start-up (stdio
+/// servers get the probe as soon as they are spawned): long enough for a Node or Python server
+/// to start on a slow machine, short enough that a server ignoring the probe costs one short
+/// pause per process (the outcome is remembered per server).
+pub const DEFAULT_DISCOVER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Tool names the model sees are `<server>__<tool>` unless configured otherwise.
 pub const DEFAULT_PREFIX: &str = "{server}__";
 /// The largest message accepted from a server, as rmcp's stdio and HTTP transports default to.
@@ -69,6 +75,10 @@ pub struct ServerConfig {
     pub connect_timeout: Duration,
     #[serde(with = "duration_secs")]
     pub request_timeout: Duration,
+    /// How long `protocol = "auto"` waits for an answer to `server/discover` (at most
+    /// [`crate::mcp::negotiate::MAX_DISCOVER_TIMEOUT`]).
+    #[serde(with = "duration_secs")]
+    pub discover_timeout: Duration,
     /// How often the server is checked (`ping`); see [`crate::mcp::health`].
     #[serde(with = "duration_secs")]
     pub health_interval: Duration,
@@ -188,6 +198,19 @@ pub(super) mod duration_secs {
     ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
+}
+
+/// A `discover_timeout`: more than nothing, at most rmcp's own limit on the probe.
+pub(super) fn discover_timeout(d: Duration) -> Result<Duration, String> {
+    let max = crate::mcp::negotiate::MAX_DISCOVER_TIMEOUT;
+    if d.is_zero() || d > max {
+        return Err(format!(
+            "must be more than 0 and at most {} (rmcp gives up on `server/discover` by itself then), not {}",
+            humantime::format_duration(max),
+            humantime::format_duration(d)
+        ));
+    }
+    Ok(d)
 }
 
 pub(super) fn positive_mb(mb: f64) -> Result<f64, String> {

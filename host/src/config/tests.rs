@@ -295,3 +295,22 @@ fn servers_auth_mistakes_are_named() {
             .to_string();
     assert!(err.contains("for remote (`url`) servers"), "{err}");
 }
+
+#[test]
+fn discover_timeout_defaults_and_bounds() {
+    let c = load(
+        "[defaults]\ndiscover_timeout = \"3s\"\n[[servers]]\nname = \"a\"\ncommand = \"x\"\n[[servers]]\nname = \"b\"\ncommand = \"x\"\ndiscover_timeout = \"500ms\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.servers[0].discover_timeout, Duration::from_secs(3));
+    assert_eq!(c.servers[1].discover_timeout, Duration::from_millis(500));
+    let c = load("[[servers]]\nname = \"a\"\ncommand = \"x\"\n").unwrap();
+    assert_eq!(c.servers[0].discover_timeout, DEFAULT_DISCOVER_TIMEOUT);
+    let err = load("[[servers]]\nname = \"a\"\ncommand = \"x\"\ndiscover_timeout = \"30s\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`discover_timeout`") && err.contains("at most 10s"),
+        "{err}"
+    );
+}

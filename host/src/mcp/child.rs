@@ -146,7 +146,7 @@ impl StderrCopier {
         let fd = match pipe.into_owned_fd() {
             Ok(fd) => fd,
             Err(err) => {
-                tracing::warn!(server = %server, "cannot read the server's stderr: {err}");
+                tracing::warn!(target: crate::logging::NOTICE_TARGET, server = %server, "cannot read the server's stderr: {err}");
                 return None;
             }
         };
@@ -162,7 +162,7 @@ impl StderrCopier {
         match spawned {
             Ok(_) => Some(StderrCopier { done }),
             Err(err) => {
-                tracing::warn!(server = %server, "cannot start the stderr copier: {err}");
+                tracing::warn!(target: crate::logging::NOTICE_TARGET, server = %server, "cannot start the stderr copier: {err}");
                 None
             }
         }
@@ -178,7 +178,7 @@ fn copy_stderr(name: &str, pipe: std::fs::File, log_path: &Path) {
     let mut file = match open_log(log_path) {
         Ok(f) => Some(f),
         Err(err) => {
-            tracing::warn!(server = %name, "cannot open server log {}: {err}", log_path.display());
+            tracing::warn!(target: crate::logging::NOTICE_TARGET, server = %name, "cannot open server log {}: {err}", log_path.display());
             None
         }
     };
@@ -197,7 +197,7 @@ fn copy_stderr(name: &str, pipe: std::fs::File, log_path: &Path) {
                     let mut out = text.into_owned().into_bytes();
                     out.push(b'\n');
                     if let Err(err) = f.write_all(&out) {
-                        tracing::warn!(server = %name, "cannot write server log {}: {err}", log_path.display());
+                        tracing::warn!(target: crate::logging::NOTICE_TARGET, server = %name, "cannot write server log {}: {err}", log_path.display());
                         file = None;
                     }
                 }

@@ -64,6 +64,11 @@ fn link<'a>(err: &'a (dyn Error + 'static)) -> Link<'a> {
     if let Some(e) = err.downcast_ref::<HttpError>() {
         return http_error(e);
     }
+    if let Some(super::http::RemoteTransportError::Http(e)) =
+        err.downcast_ref::<super::http::RemoteTransportError>()
+    {
+        return http_error(e);
+    }
     if let Some(WorkerQuitReason::Fatal { error, context }) =
         err.downcast_ref::<WorkerQuitReason<HttpError>>()
     {
@@ -179,7 +184,43 @@ fn http_error(e: &HttpError) -> Link<'_> {
             Some("the server's answer is not valid JSON".into()),
             Some(inner),
         ),
+        StreamableHttpError::UnexpectedContentType(content_type) => {
+            (Some(unexpected_content_type(content_type.as_deref())), None)
+        }
+        StreamableHttpError::AuthRequired(_) => (
+            Some("the server needs a sign-in (it answered HTTP 401)".into()),
+            None,
+        ),
+        StreamableHttpError::InsufficientScope(_) => (
+            Some("the server refused access for lack of scope (HTTP 403)".into()),
+            None,
+        ),
+        StreamableHttpError::TransportChannelClosed => {
+            (Some("the connection to the server is closed".into()), None)
+        }
         other => generic(other),
+    }
+}
+
+/// An answer that is neither JSON nor an event stream: usually a web page from the wrong URL or
+/// from a proxy or captive portal in between.
+pub fn unexpected_content_type(content_type: Option<&str>) -> String {
+    let Some(raw) = content_type.map(str::trim).filter(|t| !t.is_empty()) else {
+        return "the server's answer has no content type, so it is not MCP \
+                (JSON or an event stream) — is the URL right?"
+            .into();
+    };
+    let bare = raw.split(';').next().unwrap_or(raw).trim();
+    let bare = super::http::printable(bare, 80);
+    if bare.eq_ignore_ascii_case("text/html") {
+        format!(
+            "the server answered with an HTML page ({bare}), not MCP — \
+             is the URL right, or is a proxy in the way?"
+        )
+    } else {
+        format!(
+            "the server answered with {bare}, not MCP (JSON or an event stream) — is the URL right?"
+        )
     }
 }
 

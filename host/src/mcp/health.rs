@@ -98,6 +98,22 @@ pub enum Transition {
     GaveUp { restarts: u32 },
 }
 
+/// The sentence after the server's name: `server `x` is down: …; restarting it`.
+impl std::fmt::Display for Transition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transition::WentDown { reason } => write!(f, "is down: {reason}; restarting it"),
+            Transition::CameBack { restarts } => {
+                write!(f, "is back (restart {restarts}); its tools are available")
+            }
+            Transition::GaveUp { restarts } => write!(
+                f,
+                "stayed down after {restarts} restarts; rkmcp gave up on it (max_restarts)"
+            ),
+        }
+    }
+}
+
 impl HealthPolicy {
     /// The state a latency puts a server in.
     pub fn classify(&self, latency: Duration) -> Health {

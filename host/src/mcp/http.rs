@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex, Once};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::RoleClient;
-use rmcp::service::{ClientInitializeError, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, RxJsonRpcMessage, TxJsonRpcMessage,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::Transport;
 use rmcp::transport::streamable_http_client::{
@@ -23,8 +25,10 @@ use rmcp::transport::streamable_http_client::{
 
 use super::auth::bearer_client::{BearerClient, find_auth_failure};
 use super::auth::{AuthFailure, BearerSource};
+use super::negotiate::{self, AttemptError, Handshake, StartError};
+use super::probe::Probe;
 use super::sse::{SseError, SseOptions, SseTransport};
-use crate::config::{ServerConfig, TransportKind};
+use crate::config::{Protocol, ServerConfig, TransportKind};
 
 pub fn install_tls_provider() {
     static ONCE: Once = Once::new();
@@ -282,16 +286,20 @@ pub enum ConnectError {
     Auth(AuthFailure),
     /// The handshake failed for a reason of the protocol's (the session layer words it).
     #[error("initialize failed: {0}")]
-    Initialize(Box<ClientInitializeError>),
+    Initialize(Box<StartError>),
     #[error("{0}")]
     Other(String),
 }
 
-/// Connects and initializes a remote server with `serve` (the session layer's handshake), using
-/// the configured transport, or for `auto` the backwards-compatibility procedure.
-pub async fn connect<S, F, Fut>(config: &ServerConfig, serve: F) -> Result<S, ConnectError>
+/// Connects and initializes a remote server with `serve` (the session layer's handshake on one
+/// fresh connection, with the lifecycle and `server/discover` probe given), using the configured
+/// transport, or for `auto` the backwards-compatibility procedure. Returns how the handshake went.
+pub async fn connect<S, F, Fut>(
+    config: &ServerConfig,
+    serve: F,
+) -> Result<(S, Handshake), ConnectError>
 where
-    F: Fn(RemoteTransport) -> Fut,
+    F: Fn(RemoteTransport, ClientLifecycleMode, Option<Probe>) -> Fut,
     Fut: Future<Output = Result<S, ClientInitializeError>>,
 {
     let bearer = super::auth::bearer_for(config)
@@ -305,9 +313,9 @@ pub async fn connect_with<S, F, Fut>(
     config: &ServerConfig,
     bearer: Option<Arc<dyn BearerSource>>,
     serve: F,
-) -> Result<S, ConnectError>
+) -> Result<(S, Handshake), ConnectError>
 where
-    F: Fn(RemoteTransport) -> Fut,
+    F: Fn(RemoteTransport, ClientLifecycleMode, Option<Probe>) -> Fut,
     Fut: Future<Output = Result<S, ClientInitializeError>>,
 {
     let url = config.url.clone().unwrap_or_default();
@@ -317,47 +325,67 @@ where
     };
     match kind {
         TransportKind::Sse => serve_sse(config, bearer, &serve).await,
-        TransportKind::Http => {
-            let transport = streamable_http(config, bearer).map_err(ConnectError::Other)?;
-            serve(transport)
-                .await
-                .map_err(|e| initialize_error(config, e))
-        }
-        _ => {
-            let transport = streamable_http(config, bearer.clone()).map_err(ConnectError::Other)?;
-            match serve(transport).await {
-                Ok(service) => {
-                    remember(&url, TransportKind::Http);
-                    Ok(service)
-                }
-                Err(err) => match refused_status(&err) {
-                    Some(status) => {
-                        tracing::info!(
-                            server = %config.name,
-                            "POST initialize answered HTTP {status}: trying the legacy HTTP+SSE transport"
-                        );
-                        let service = serve_sse(config, bearer, &serve).await.map_err(|e| {
-                            ConnectError::Other(format!(
-                                "{e} (tried streamable HTTP first: POST answered HTTP {status})"
-                            ))
-                        })?;
-                        remember(&url, TransportKind::Sse);
-                        Ok(service)
-                    }
-                    None => Err(initialize_error(config, err)),
-                },
+        TransportKind::Http => serve_streamable(config, bearer, &serve)
+            .await
+            .map_err(|e| start_error(config, e)),
+        _ => match serve_streamable(config, bearer.clone(), &serve).await {
+            Ok(started) => {
+                remember(&url, TransportKind::Http);
+                Ok(started)
             }
-        }
+            Err(err) => match refused_status_of(&err) {
+                Some(status) => {
+                    tracing::info!(
+                        server = %config.name,
+                        "POST initialize answered HTTP {status}: trying the legacy HTTP+SSE transport"
+                    );
+                    let started = serve_sse(config, bearer, &serve).await.map_err(|e| {
+                        ConnectError::Other(format!(
+                            "{e} (tried streamable HTTP first: POST answered HTTP {status})"
+                        ))
+                    })?;
+                    remember(&url, TransportKind::Sse);
+                    Ok(started)
+                }
+                None => Err(start_error(config, err)),
+            },
+        },
     }
+}
+
+/// Streamable HTTP, negotiated as the config's `protocol` says: each attempt is a new transport
+/// (a probe the server left unanswered holds its POST, so `initialize` cannot follow it there).
+async fn serve_streamable<S, F, Fut>(
+    config: &ServerConfig,
+    bearer: Option<Arc<dyn BearerSource>>,
+    serve: &F,
+) -> Result<(S, Handshake), StartError>
+where
+    F: Fn(RemoteTransport, ClientLifecycleMode, Option<Probe>) -> Fut,
+    Fut: Future<Output = Result<S, ClientInitializeError>>,
+{
+    let attempt = |mode, probe| {
+        let bearer = bearer.clone();
+        async move {
+            let transport = streamable_http(config, bearer).map_err(AttemptError::Open)?;
+            serve(transport, mode, probe)
+                .await
+                .map_err(|e| AttemptError::Handshake(Box::new(e)))
+        }
+    };
+    negotiate::start(config, false, attempt, |err| {
+        !is_auth_error(err) && !is_connect_failure(err)
+    })
+    .await
 }
 
 async fn serve_sse<S, F, Fut>(
     config: &ServerConfig,
     bearer: Option<Arc<dyn BearerSource>>,
     serve: &F,
-) -> Result<S, ConnectError>
+) -> Result<(S, Handshake), ConnectError>
 where
-    F: Fn(RemoteTransport) -> Fut,
+    F: Fn(RemoteTransport, ClientLifecycleMode, Option<Probe>) -> Fut,
     Fut: Future<Output = Result<S, ClientInitializeError>>,
 {
     let transport = legacy_sse(config, bearer).await.map_err(|e| match e {
@@ -365,9 +393,43 @@ where
         SseError::Auth(failure) => ConnectError::Auth(failure),
         other => ConnectError::Other(format!("legacy HTTP+SSE: {other}")),
     })?;
-    serve(transport)
-        .await
-        .map_err(|e| initialize_error(config, e))
+    // The legacy transport is older than `server/discover`: with `auto`, `initialize` at once.
+    let (mode, handshake) = match &config.protocol {
+        Protocol::Auto => (ClientLifecycleMode::Initialize, Handshake::LegacyTransport),
+        pinned => (negotiate::lifecycle(pinned), Handshake::Pinned),
+    };
+    match serve(transport, mode, None).await {
+        Ok(service) => Ok((service, handshake)),
+        Err(err) => Err(start_error(
+            config,
+            StartError {
+                error: AttemptError::Handshake(Box::new(err)),
+                after_probe: None,
+            },
+        )),
+    }
+}
+
+/// A sign-in is missing or refused: another connection would meet the same refusal.
+fn is_auth_error(err: &ClientInitializeError) -> bool {
+    if err.is_authorization_required() {
+        return true;
+    }
+    if matches!(
+        http_error(err),
+        Some(StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_))
+    ) {
+        return true;
+    }
+    transport_error(err).is_some_and(|inner| find_auth_failure(inner).is_some())
+}
+
+/// The server could not be reached at all (refused, unreachable, TLS): nothing answered the probe.
+fn is_connect_failure(err: &ClientInitializeError) -> bool {
+    match http_error(err) {
+        Some(StreamableHttpError::Client(e)) => e.is_connect() || e.is_timeout(),
+        _ => false,
+    }
 }
 
 fn needs_login(config: &ServerConfig, challenge: Option<&str>) -> ConnectError {
@@ -413,8 +475,27 @@ fn refused_status(err: &ClientInitializeError) -> Option<u16> {
     }
 }
 
-/// An initialize failure in words; a 401 becomes "run `rkmcp auth login …`".
-fn initialize_error(config: &ServerConfig, err: ClientInitializeError) -> ConnectError {
+/// [`refused_status`] of a failed start's last attempt.
+fn refused_status_of(err: &StartError) -> Option<u16> {
+    match &err.error {
+        AttemptError::Handshake(e) => refused_status(e),
+        AttemptError::Open(_) => None,
+    }
+}
+
+/// A failed start in words; a 401 becomes "run `rkmcp auth login …`".
+fn start_error(config: &ServerConfig, err: StartError) -> ConnectError {
+    match err.error {
+        AttemptError::Open(text) => ConnectError::Other(text),
+        AttemptError::Handshake(e) => initialize_error(config, *e, err.after_probe),
+    }
+}
+
+fn initialize_error(
+    config: &ServerConfig,
+    err: ClientInitializeError,
+    after_probe: Option<String>,
+) -> ConnectError {
     if let Some(http) = http_error(&err) {
         match http {
             StreamableHttpError::AuthRequired(challenge) => {
@@ -428,7 +509,20 @@ fn initialize_error(config: &ServerConfig, err: ClientInitializeError) -> Connec
                 ));
             }
             StreamableHttpError::Client(e) => {
-                return ConnectError::Other(format!("initialize failed: {}", describe_reqwest(e)));
+                let note = after_probe
+                    .map(|why| format!(" (server/discover had failed first: {why})"))
+                    .unwrap_or_default();
+                return ConnectError::Other(format!(
+                    "initialize failed: {}{note}",
+                    describe_reqwest(e)
+                ));
+            }
+            // Not an MCP endpoint at all (a web page, a proxy's answer): which handshake was
+            // tried first does not matter.
+            StreamableHttpError::UnexpectedContentType(content_type) => {
+                return ConnectError::Other(super::errors::unexpected_content_type(
+                    content_type.as_deref(),
+                ));
             }
             _ => {}
         }
@@ -443,7 +537,10 @@ fn initialize_error(config: &ServerConfig, err: ClientInitializeError) -> Connec
             return needs_login(config, challenge.as_deref());
         }
     }
-    ConnectError::Initialize(Box::new(err))
+    ConnectError::Initialize(Box::new(StartError {
+        error: AttemptError::Handshake(Box::new(err)),
+        after_probe,
+    }))
 }
 
 #[cfg(test)]

@@ -89,11 +89,12 @@ pub async fn set(session: &Session, uri: &str, on: bool) -> Result<(), SessionEr
                 }
                 Ok(Some(_)) => {}
                 Ok(None) => {
-                    tracing::info!(server = %server, "the listen stream for `{uri}` ended: {:?}", subscription.end());
+                    // rmcp words the end only as a Debug dump: for debugging.
+                    tracing::debug!(server = %server, "the listen stream for `{uri}` ended: {:?}", subscription.end());
                     return;
                 }
                 Err(err) => {
-                    tracing::warn!(server = %server, "the listen stream for `{uri}` failed: {err}");
+                    tracing::warn!(target: crate::logging::NOTICE_TARGET, server = %server, "the listen stream for `{uri}` failed: {err}");
                     return;
                 }
             }

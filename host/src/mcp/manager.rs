@@ -93,7 +93,7 @@ impl SessionManager {
             {
                 Ok(host) => Some(host),
                 Err(err) => {
-                    tracing::warn!("plugin host unavailable: {err:#}");
+                    tracing::warn!(target: crate::logging::NOTICE_TARGET, "the plugin host is unavailable, so servers with a transport plugin do not start: {err:#}");
                     None
                 }
             }
@@ -103,7 +103,7 @@ impl SessionManager {
         let audit = match crate::audit::AuditLog::from_config(config) {
             Ok(audit) => audit.map(Arc::new),
             Err(err) => {
-                tracing::error!("{}", crate::mcp::errors::describe(&err));
+                tracing::error!(target: crate::logging::NOTICE_TARGET, "{}", crate::mcp::errors::describe(&err));
                 None
             }
         };
@@ -344,7 +344,7 @@ pub fn config_roots(config: &Config) -> Roots {
     match Roots::resolve(&config.roots, &base) {
         Ok(roots) => roots,
         Err(err) => {
-            tracing::warn!("[roots]: {err}");
+            tracing::warn!(target: crate::logging::NOTICE_TARGET, "[roots]: {err}");
             Roots::new(
                 config
                     .roots

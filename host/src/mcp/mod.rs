@@ -18,6 +18,7 @@ pub mod monitor;
 pub mod naming;
 pub mod negotiate;
 pub mod plugin_transport;
+pub mod probe;
 pub mod roots;
 pub mod session;
 pub mod skills;

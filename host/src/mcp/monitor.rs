@@ -51,7 +51,7 @@ async fn watch(weak: Weak<Session>, policy: HealthPolicy) {
         };
         let (action, transition) = session.update_health(|h| h.record(&policy, outcome));
         if let Some(t) = transition {
-            tracing::warn!(server = %session.name(), "{t:?}");
+            tracing::warn!(server = %session.name(), "server `{}` {t}", session.name());
             session.announce(t);
         }
         if !recover(&session, &policy, action).await {

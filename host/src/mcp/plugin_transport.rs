@@ -55,6 +55,7 @@ async fn read_loop(
                 }
                 Err(err) => match bad.record(std::time::Instant::now()) {
                     BadVerdict::Report => tracing::warn!(
+                        target: crate::logging::NOTICE_TARGET,
                         server = %server,
                         plugin = %conn.plugin_name(),
                         "skipping a message that is not JSON-RPC ({err}): {}",
@@ -65,6 +66,7 @@ async fn read_loop(
                     BadVerdict::Quiet => {}
                     BadVerdict::Close { count } => {
                         tracing::error!(
+                            target: crate::logging::NOTICE_TARGET,
                             server = %server,
                             "transport plugin `{}` sent {count} messages that are not JSON-RPC within {} s; closing the connection",
                             conn.plugin_name(),
@@ -77,7 +79,7 @@ async fn read_loop(
             },
             Err(ConnectionError::Closed { .. }) => return,
             Err(err) => {
-                tracing::warn!(server = %server, "transport plugin failed: {err}");
+                tracing::warn!(target: crate::logging::NOTICE_TARGET, server = %server, "transport plugin failed: {err}");
                 return;
             }
         }

@@ -95,7 +95,7 @@ impl Roots {
             .filter_map(|p| match to_root(p) {
                 Ok(root) => Some(root),
                 Err(err) => {
-                    tracing::warn!("{err}");
+                    tracing::warn!(target: crate::logging::NOTICE_TARGET, "{err}");
                     None
                 }
             })

@@ -23,13 +23,12 @@ use rmcp::model::{
 use rmcp::service::{
     ClientServiceExt, NotificationContext, RequestContext, RoleClient, RunningService,
 };
-use rmcp::transport::IntoTransport;
 use rmcp::{ClientHandler, ErrorData};
 use tokio::sync::broadcast;
 
 use super::client_requests::ClientRequests;
 use super::lock;
-use super::negotiate;
+use super::negotiate::{self, AttemptError};
 use crate::config::{ServerConfig, TransportKind};
 
 /// How many `input_required` rounds one multi-round request (2026-07-28) may take before rkmcp
@@ -411,6 +410,8 @@ struct Live {
     service: RunningService<RoleClient, SessionHandler>,
     log_path: Option<PathBuf>,
     pid: Option<u32>,
+    /// How the handshake went (`servers status` reports a fallback from `server/discover`).
+    handshake: negotiate::Handshake,
 }
 
 /// A connected server: initialized (up to 2025-11-25) or discovered (2026-07-28, stateless).
@@ -664,6 +665,12 @@ impl Session {
     /// The process id of a stdio server.
     pub fn pid(&self) -> Option<u32> {
         self.live().pid
+    }
+
+    /// How the handshake went: discovered, pinned, or `initialize` after a probe that did not
+    /// count (and why).
+    pub fn handshake(&self) -> negotiate::Handshake {
+        self.live().handshake.clone()
     }
 
     /// The protocol version in use.
@@ -965,7 +972,8 @@ impl Session {
     }
 }
 
-/// Connects and negotiates one connection.
+/// Connects and negotiates one connection (see [`negotiate::start`]: with `protocol = "auto"`
+/// possibly two, the second with `initialize`).
 async fn open(
     config: &ServerConfig,
     log_dir: &Path,
@@ -978,117 +986,139 @@ async fn open(
         server: name.clone(),
         message,
     };
-    let mut log_path = None;
-    let mut pid = None;
+    // The attempts borrow these (each may run twice: probe, then `initialize`).
+    let (server, handler, audit) = (name.as_str(), &handler, &audit);
     let connecting = async {
         match &config.transport {
             TransportKind::Stdio => {
-                let spawned = super::child::spawn(config, log_dir).map_err(|e| {
-                    start_err(format!(
-                        "cannot start `{}`: {e}{}",
-                        config.command.as_deref().unwrap_or_default(),
-                        if e.kind() == std::io::ErrorKind::NotFound {
-                            " (is it installed and on PATH?)"
-                        } else {
-                            ""
-                        }
-                    ))
-                })?;
-                log_path = Some(spawned.log_path.clone());
-                pid = spawned.child.id();
-                let log_hint = format!(" (its stderr is in {})", spawned.log_path.display());
-                let transport = super::stdio_transport::StdioTransport::new(
-                    &name,
-                    spawned,
-                    config.max_message_bytes(),
+                let attempt = |mode, probe| async move {
+                    let spawned = super::child::spawn(config, log_dir).map_err(|e| {
+                        AttemptError::Open(format!(
+                            "cannot start `{}`: {e}{}",
+                            config.command.as_deref().unwrap_or_default(),
+                            if e.kind() == std::io::ErrorKind::NotFound {
+                                " (is it installed and on PATH?)"
+                            } else {
+                                ""
+                            }
+                        ))
+                    })?;
+                    let log_path = spawned.log_path.clone();
+                    let pid = spawned.child.id();
+                    let transport = super::stdio_transport::StdioTransport::new(
+                        server,
+                        spawned,
+                        config.max_message_bytes(),
+                    );
+                    let service = serve_on(
+                        handler.clone(),
+                        transport,
+                        server,
+                        audit.clone(),
+                        mode,
+                        probe,
+                    )
+                    .await
+                    .map_err(|e| AttemptError::Handshake(Box::new(e)))?;
+                    Ok::<_, AttemptError>((service, Some(log_path), pid))
+                };
+                let log_hint = format!(
+                    " (its stderr is in {})",
+                    log_dir.join(format!("{server}.log")).display()
                 );
-                start_service(
-                    handler.clone(),
-                    super::tap::wrap(transport, &name, audit.clone()),
-                    config,
-                )
-                .await
-                .map_err(|e| start_err(format!("{e}{log_hint}")))
+                negotiate::start(config, true, attempt, |_| true)
+                    .await
+                    .map_err(|e| match &e.error {
+                        AttemptError::Open(_) => start_err(e.to_string()),
+                        AttemptError::Handshake(_) => start_err(format!("{e}{log_hint}")),
+                    })
             }
             // Remote servers (and their sign-in) live in `http`, `sse` and `auth`.
             TransportKind::Http | TransportKind::Sse | TransportKind::Auto => {
-                let service = super::http::connect(config, |transport| {
-                    handler.clone().serve_with_lifecycle(
-                        super::tap::wrap(transport, &name, audit.clone()),
-                        negotiate::lifecycle(&config.protocol),
+                super::http::connect(config, |transport, mode, probe| {
+                    serve_on(
+                        handler.clone(),
+                        transport,
+                        server,
+                        audit.clone(),
+                        mode,
+                        probe,
                     )
                 })
                 .await
+                .map(|(service, handshake)| ((service, None, None), handshake))
                 .map_err(|e| match e {
-                    super::http::ConnectError::Initialize(e) => start_err(format!(
-                        "{}{}",
-                        negotiate::describe(&e),
-                        negotiate::probe_hint(&config.protocol, &e)
-                    )),
+                    // The session's own wording, without "initialize failed: ".
+                    super::http::ConnectError::Initialize(e) => start_err(e.to_string()),
                     other => start_err(other.to_string()),
-                })?;
-                check_negotiated(service, config).await.map_err(&start_err)
+                })
             }
             TransportKind::Plugin(plugin) => {
                 let host =
                     plugins.ok_or_else(|| start_err("the plugin host is not available".into()))?;
-                let transport = host
-                    .transport(plugin)
-                    .map_err(|e| start_err(format!("transport plugin `{plugin}`: {e}")))?;
-                let conn = transport
-                    .connect()
-                    .await
-                    .map_err(|e| start_err(e.to_string()))?;
-                start_service(
-                    handler.clone(),
-                    super::tap::wrap(
-                        super::plugin_transport::PluginTransport::new(conn, &name),
-                        &name,
+                let attempt = |mode, probe| async move {
+                    let transport = host.transport(plugin).map_err(|e| {
+                        AttemptError::Open(format!("transport plugin `{plugin}`: {e}"))
+                    })?;
+                    let conn = transport
+                        .connect()
+                        .await
+                        .map_err(|e| AttemptError::Open(e.to_string()))?;
+                    let service = serve_on(
+                        handler.clone(),
+                        super::plugin_transport::PluginTransport::new(conn, server),
+                        server,
                         audit.clone(),
-                    ),
-                    config,
-                )
-                .await
-                .map_err(&start_err)
+                        mode,
+                        probe,
+                    )
+                    .await
+                    .map_err(|e| AttemptError::Handshake(Box::new(e)))?;
+                    Ok::<_, AttemptError>((service, None, None))
+                };
+                negotiate::start(config, true, attempt, |_| true)
+                    .await
+                    .map_err(|e| start_err(e.to_string()))
             }
         }
     };
-    let service = tokio::time::timeout(config.connect_timeout, connecting)
+    let ((service, log_path, pid), handshake) =
+        tokio::time::timeout(config.connect_timeout, connecting)
+            .await
+            .map_err(|_| SessionError::Timeout {
+                server: name.clone(),
+                what: "connecting and initializing".into(),
+                timeout: config.connect_timeout,
+            })??;
+    let service = check_negotiated(service, config)
         .await
-        .map_err(|_| SessionError::Timeout {
-            server: name.clone(),
-            what: "connecting and initializing".into(),
-            timeout: config.connect_timeout,
-        })??;
+        .map_err(&start_err)?;
     Ok(Live {
         service,
         log_path,
         pid,
+        handshake,
     })
 }
 
-/// Starts rmcp's service on `transport` with the lifecycle the config asks for, then checks the
-/// version the server settled on.
-async fn start_service<T, E, A>(
+/// Starts rmcp on one fresh connection, behind the audit tap and the probe layer.
+async fn serve_on<T>(
     handler: SessionHandler,
     transport: T,
-    config: &ServerConfig,
-) -> Result<RunningService<RoleClient, SessionHandler>, String>
+    server: &str,
+    audit: Option<Arc<crate::audit::AuditLog>>,
+    mode: rmcp::service::ClientLifecycleMode,
+    probe: Option<super::probe::Probe>,
+) -> Result<RunningService<RoleClient, SessionHandler>, rmcp::service::ClientInitializeError>
 where
-    T: IntoTransport<RoleClient, E, A>,
-    E: std::error::Error + Send + Sync + 'static,
+    T: rmcp::transport::Transport<RoleClient> + 'static,
 {
-    let service = handler
-        .serve_with_lifecycle(transport, negotiate::lifecycle(&config.protocol))
+    handler
+        .serve_with_lifecycle(
+            super::probe::wrap(super::tap::wrap(transport, server, audit), probe),
+            mode,
+        )
         .await
-        .map_err(|e| {
-            format!(
-                "{}{}",
-                negotiate::describe(&e),
-                negotiate::probe_hint(&config.protocol, &e)
-            )
-        })?;
-    check_negotiated(service, config).await
 }
 
 /// Refuses (and closes) a session whose server settled on a version rkmcp does not speak.

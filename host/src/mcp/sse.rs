@@ -386,7 +386,7 @@ async fn read_loop(
                 tracing::info!(server = %shared.server, "reconnected to {}", shared.url);
             }
             Err(err) => {
-                tracing::error!(server = %shared.server, "giving up on {}: {err}", shared.url);
+                tracing::error!(target: crate::logging::NOTICE_TARGET, server = %shared.server, "giving up on {}: {err}", shared.url);
                 shared
                     .endpoint
                     .send_replace(Endpoint::Gone(err.to_string()));

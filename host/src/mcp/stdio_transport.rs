@@ -79,7 +79,7 @@ impl StdioTransport {
                     return None;
                 }
                 Err(err) => {
-                    tracing::warn!(server = %self.server, "cannot read from the server: {err}");
+                    tracing::warn!(target: crate::logging::NOTICE_TARGET, server = %self.server, "cannot read from the server: {err}");
                     self.reader = None;
                     return None;
                 }
@@ -124,7 +124,7 @@ fn report(server: &str, unreadable: Unreadable) -> Option<RxJsonRpcMessage<RoleC
         }
         // Nothing to fail: the user must at least be told (a request may now time out).
         None => {
-            tracing::warn!("{text}");
+            tracing::warn!(target: crate::logging::NOTICE_TARGET, "{text}");
             None
         }
     }

@@ -139,7 +139,7 @@ impl<T: Transport<RoleClient> + 'static> Transport<RoleClient> for Tap<T> {
                         }
                         Admit::Drop { notice } => {
                             if let Some(notice) = notice {
-                                tracing::warn!("{notice}");
+                                tracing::warn!(target: crate::logging::NOTICE_TARGET, "{notice}");
                             }
                             continue;
                         }
@@ -153,7 +153,7 @@ impl<T: Transport<RoleClient> + 'static> Transport<RoleClient> for Tap<T> {
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         if let Some(summary) = self.budget.summary() {
-            tracing::warn!("{summary}");
+            tracing::warn!(target: crate::logging::NOTICE_TARGET, "{summary}");
         }
         self.inner.close().await
     }
@@ -174,6 +174,7 @@ impl<T> Tap<T> {
             Ok((tools, dropped)) => {
                 for tool in &dropped {
                     tracing::warn!(
+                        target: crate::logging::NOTICE_TARGET,
                         "server `{}`: tool `{}` left out: {}",
                         self.server,
                         tool.name,
@@ -184,6 +185,7 @@ impl<T> Tap<T> {
             }
             Err(reason) => {
                 tracing::warn!(
+                    target: crate::logging::NOTICE_TARGET,
                     "server `{}` answered `tools/list` with something else: {reason}",
                     self.server
                 );

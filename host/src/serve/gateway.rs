@@ -130,7 +130,12 @@ impl Gateway {
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
-                tracing::error!(method, ?server, ?tool, "internal fault: {what}");
+                tracing::error!(
+                    method,
+                    server = server.unwrap_or(""),
+                    tool = tool.unwrap_or(""),
+                    "internal fault: {what}"
+                );
                 record.outcome = "panic".into();
                 record.error = Some(what.clone());
                 self.shared.instrumentation.record(record);

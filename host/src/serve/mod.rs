@@ -233,6 +233,7 @@ pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Sta
     let manager = SessionManager::start_with(config, None, client).await;
     for failure in manager.failures() {
         tracing::warn!(
+            target: crate::logging::NOTICE_TARGET,
             "server `{}` did not start: {} (its tools are not offered)",
             failure.server,
             failure.error
@@ -348,7 +349,9 @@ pub async fn serve_stdio(started: &Started) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("the client's initialization failed: {e}"))?;
     let reason = service.waiting().await;
-    tracing::info!("client disconnected: {reason:?}");
+    // rmcp's quit reason is a Debug dump of its internals: only for debugging.
+    tracing::info!("the client disconnected");
+    tracing::debug!("client disconnected: {reason:?}");
     Ok(())
 }
 

@@ -66,9 +66,18 @@ struct DefaultGuard {
 
 impl ApprovalGuard for DefaultGuard {
     fn new() -> Self {
-        let roots = parse_roots(rkmcp_plugin_sdk::config_get("allowed_roots").as_deref());
+        let configured = rkmcp_plugin_sdk::config_get("allowed_roots");
+        let roots = parse_roots(configured.as_deref());
         if let Err(e) = &roots {
-            rkmcp_plugin_sdk::log(LogLevel::Warn, e);
+            // No roots is the default configuration (file writes denied), not a fault to report
+            // on every run; a value that does not parse is one.
+            let malformed = configured.as_deref().is_some_and(|v| !v.trim().is_empty());
+            let level = if malformed {
+                LogLevel::Warn
+            } else {
+                LogLevel::Debug
+            };
+            rkmcp_plugin_sdk::log(level, e);
         }
         DefaultGuard { roots }
     }

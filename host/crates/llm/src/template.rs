@@ -217,7 +217,9 @@ impl ChatTemplate {
                 }),
                 Err(err) => match Builtin::detect(&source) {
                     Some(b) => {
+                        // The notice target (rkmcp_term_safe::NOTICE_TARGET): shown to the person.
                         tracing::warn!(
+                            target: "rkmcp_notice",
                             "chat template does not parse ({err}); using built-in `{}`",
                             b.name()
                         );

@@ -112,8 +112,14 @@ impl latest::Host for PluginState {
             LogLevel::Trace => tracing::trace!(plugin, fields, "{message}"),
             LogLevel::Debug => tracing::debug!(plugin, fields, "{message}"),
             LogLevel::Info => tracing::info!(plugin, fields, "{message}"),
-            LogLevel::Warn => tracing::warn!(plugin, fields, "{message}"),
-            LogLevel::Error => tracing::error!(plugin, fields, "{message}"),
+            // A plugin's warnings and errors are for the person using it: notices (rate-limited
+            // above, and each distinct line printed once).
+            LogLevel::Warn => {
+                tracing::warn!(target: rkmcp_term_safe::NOTICE_TARGET, plugin, fields, "{message}")
+            }
+            LogLevel::Error => {
+                tracing::error!(target: rkmcp_term_safe::NOTICE_TARGET, plugin, fields, "{message}")
+            }
         }
     }
 

@@ -15,6 +15,13 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+/// The tracing target of a notice: a line the person at the terminal must see (a server that
+/// did not start, a sign-in needed, a plugin fault). rkmcp prints these on stderr at every
+/// verbosity as `rkmcp: warning: …`; every other log line goes to the log file or shows with `-v`.
+/// Emit one with `tracing::warn!(target: NOTICE_TARGET, server = %name, "…")`; the message must
+/// be a sentence for a person (no Rust type names, no Debug output) that says what to do.
+pub const NOTICE_TARGET: &str = "rkmcp_notice";
+
 /// Whether `c` must not reach a terminal raw. `\n` and `\t` are allowed here; see [`sanitize`]
 /// and [`sanitize_inline`] for which of them each keeps.
 fn is_unsafe(c: char) -> bool {

@@ -88,6 +88,7 @@ pub async fn discover(
         .map_err(|e| explain(&config.name, Step::Discovery, config.url.as_deref(), e))?;
     if !resolution.source.is_discovered() {
         tracing::warn!(
+            target: crate::logging::NOTICE_TARGET,
             server = %config.name,
             "the server publishes no OAuth metadata; using the 2025-03-26 default endpoints (/authorize, /token, /register)"
         );

@@ -100,7 +100,7 @@ fn apply(
             _ => false,
         };
         if !allowed {
-            tracing::warn!(plugin = %plugin, %addr, ?usage, "plugin network access denied (not granted)");
+            tracing::warn!(target: rkmcp_term_safe::NOTICE_TARGET, plugin = %plugin, "network access to {addr} was denied: its grant does not allow it (see `rkmcp plugins grant`)");
         }
         Box::pin(async move { allowed })
     });
@@ -134,7 +134,7 @@ pub fn add_name_lookup_guard(linker: &mut Linker<PluginState>) -> anyhow::Result
                         Err(e) => Err(e.downcast()?),
                     }
                 } else {
-                    tracing::warn!(plugin = %store.data().plugin, %name, "plugin name lookup denied (not granted)");
+                    tracing::warn!(target: rkmcp_term_safe::NOTICE_TARGET, plugin = %store.data().plugin, "looking up the name `{name}` was denied: its grant does not allow it (see `rkmcp plugins grant`)");
                     Err(ErrorCode::AccessDenied)
                 };
                 Ok((result,))

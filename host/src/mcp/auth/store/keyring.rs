@@ -181,6 +181,7 @@ impl KeyringStore {
                     Err(e) => {
                         let label = item.get_label().await.unwrap_or_default();
                         tracing::warn!(
+                            target: crate::logging::NOTICE_TARGET,
                             "keyring item `{label}` is not an rkmcp sign-in ({e}); left as it is"
                         );
                     }

@@ -213,6 +213,7 @@ impl TokenStore {
             Err(err) => {
                 // An unreadable file is left for the person to look at; the keyring still works.
                 tracing::warn!(
+                    target: crate::logging::NOTICE_TARGET,
                     "sign-ins in the old token file were not moved to the keyring: {err}"
                 );
                 return Ok(());
@@ -230,7 +231,8 @@ impl TokenStore {
         })
         .await?;
         file.remove()?;
-        tracing::warn!(
+        tracing::info!(
+            target: crate::logging::NOTICE_TARGET,
             "moved {count} sign-in(s) from {} into {}",
             file.path().display(),
             self.describe()
