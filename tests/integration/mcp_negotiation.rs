@@ -14,7 +14,9 @@ use rkmcp_tests::remote_peers::Peer;
 use rkmcp_tests::*;
 use serde_json::{Value, json};
 
-/// The probe's bound in these tests (the default is 5 s).
+/// The probe's bound for the servers that stay silent (the default is 10 s). Servers that do
+/// answer keep the default: a stdio server gets the probe as it is spawned, so a Python server
+/// starting on a loaded 2-core machine can take seconds before it reads it.
 const BOUND: &str = "2s";
 
 fn stdio_server(name: &str, discover: &str, extra_args: &[&str], extra: &str) -> String {
@@ -127,17 +129,24 @@ async fn stdio_servers_fall_back_to_initialize_whatever_they_answer_to_the_probe
     let toml: String = cases
         .iter()
         .map(|(name, mode, _)| {
-            stdio_server(name, mode, &[], &format!("discover_timeout = \"{BOUND}\""))
+            let bound = if *mode == "silent" {
+                format!("discover_timeout = \"{BOUND}\"")
+            } else {
+                String::new()
+            };
+            stdio_server(name, mode, &[], &bound)
         })
         .collect();
     let config = load_config(dir.path(), &toml);
     let manager = SessionManager::start(&config, None).await;
     let expected: Vec<(&str, &str)> = cases.iter().map(|(n, _, why)| (*n, *why)).collect();
     assert_all_fell_back(&manager, &expected).await;
-    // The silent server cost the bound (2 s) plus its start, not rmcp's own 10 s.
+    // The silent server waited the configured bound ("no answer within 2s" above), not rmcp's
+    // own 10 s (which would read "within 10s"); no upper bound on the time: its start-up on a
+    // loaded machine is not the probe's.
     let silent = manager.session("s_silent").unwrap().startup;
     assert!(
-        silent >= Duration::from_secs(2) && silent < Duration::from_secs(8),
+        silent >= Duration::from_secs(2),
         "connecting to the silent server took {silent:?}"
     );
     manager.shutdown().await;

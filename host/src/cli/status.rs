@@ -91,6 +91,8 @@ pub struct Printer {
     reasoning_seen: bool,
     /// Printed reasoning ended mid-line (stderr).
     reasoning_line_open: bool,
+    /// Notices already shown: a plugin that fails every round says so once.
+    notices_shown: std::collections::HashSet<String>,
 }
 
 impl Default for Printer {
@@ -111,6 +113,7 @@ impl Printer {
             show_reasoning: false,
             reasoning_seen: false,
             reasoning_line_open: false,
+            notices_shown: std::collections::HashSet::new(),
         }
     }
 
@@ -241,7 +244,11 @@ impl Printer {
                 ));
             }
             ChatEvent::Generated { stats, .. } => self.generations.push(stats.clone()),
-            ChatEvent::Notice { message } => self.status(format!("rkmcp: {message}")),
+            ChatEvent::Notice { message } => {
+                if self.notices_shown.insert(message.clone()) {
+                    self.status(format!("rkmcp: {message}"))
+                }
+            }
             ChatEvent::Round { .. } => {
                 self.reasoning_seen = false;
                 self.held.clear();

@@ -44,10 +44,11 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `protocol = "auto"` waits for `server/discover` before it sends `initialize`. A
 /// 2026-07-28 server answers the probe from memory, so the wait is the server's start-up (stdio
-/// servers get the probe as soon as they are spawned): long enough for a Node or Python server
-/// to start on a slow machine, short enough that a server ignoring the probe costs one short
-/// pause per process (the outcome is remembered per server).
-pub const DEFAULT_DISCOVER_TIMEOUT: Duration = Duration::from_secs(5);
+/// servers get the probe as soon as they are spawned). rmcp's own limit: a Node or Python server
+/// on a loaded 2-core board takes more than 5 s to read the probe, and a shorter bound sent a
+/// 2026-07-28 server to `initialize`. A server that ignores the probe costs this once per process
+/// (the outcome is remembered per server); set it lower for such a server.
+pub const DEFAULT_DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tool names the model sees are `<server>__<tool>` unless configured otherwise.
 pub const DEFAULT_PREFIX: &str = "{server}__";
 /// The largest message accepted from a server, as rmcp's stdio and HTTP transports default to.
