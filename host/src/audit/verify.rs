@@ -349,11 +349,37 @@ fn walk(recs: &[Rec], files: &[PathBuf], report: &mut Report) -> Option<Problem>
             last = Some((i, chain));
             continue;
         }
-        if let Some(from) = pending {
-            return Some(unchained_problem(recs, from, &problem, last.is_some()));
+        if let Some(from) = pending
+            && let Some((q, expected)) = last
+        {
+            // Lines without a chain inside the chain.
+            if prev == expected {
+                return Some(problem(
+                    from,
+                    Tamper::Inserted,
+                    format!(
+                        "it has no chain fields, and {} links over it to {}: it was inserted                          (or is an entry whose chain fields were removed)",
+                        at(i),
+                        at(q)
+                    ),
+                ));
+            }
+            return Some(unchained_problem(recs, from, &problem, true));
         }
         let Some((q, expected)) = last else {
-            if event == Some("rotated") {
+            // The first chained line (perhaps after lines written before chaining, which only
+            // a record starting a chain accounts for).
+            if let Some(&j) = index.get(prev) {
+                return Some(problem(
+                    i,
+                    Tamper::Reordered,
+                    format!(
+                        "it is the first chained line of the log, but it belongs right after {}",
+                        at(j)
+                    ),
+                ));
+            }
+            if pending.is_none() && event == Some("rotated") {
                 report.notes.push(format!(
                     "the log begins at {} with a rotation: the files before it were not kept, \
                      so what came before cannot be checked",
@@ -610,6 +636,28 @@ mod tests {
     }
 
     #[test]
+    fn swapped_first_lines_and_lines_before_chaining_are_named_as_reordered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = log(dir.path(), 3);
+        let mut all = lines(&path);
+        all.swap(0, 1);
+        rewrite(&path, &all);
+        let p = problem(&path);
+        assert_eq!((p.line, p.kind), (1, Tamper::Reordered), "{p}");
+        assert!(
+            p.detail.contains("right after") && p.detail.contains("line 2"),
+            "{p}"
+        );
+        // After a line written before chaining: the restart record moved down.
+        all.swap(0, 1);
+        all.insert(0, r#"{"kind":"old"}"#.into());
+        all.swap(1, 2);
+        rewrite(&path, &all);
+        let p = problem(&path);
+        assert_eq!((p.line, p.kind), (2, Tamper::Reordered), "{p}");
+    }
+
+    #[test]
     fn inserted_and_duplicated_lines_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = log(dir.path(), 5);
@@ -633,6 +681,13 @@ mod tests {
         // A line without chain fields in the middle of the chain.
         let mut all = lines(&log(tempfile::tempdir().unwrap().path(), 5));
         all.insert(2, r#"{"kind":"fake"}"#.into());
+        rewrite(&path, &all);
+        let p = problem(&path);
+        assert_eq!((p.line, p.kind), (3, Tamper::Inserted), "{p}");
+        assert!(p.detail.contains("no chain fields"), "{p}");
+        // Instead of a chained line: edited.
+        let mut all = lines(&log(tempfile::tempdir().unwrap().path(), 5));
+        all[2] = r#"{"kind":"fake"}"#.into();
         rewrite(&path, &all);
         let p = problem(&path);
         assert_eq!((p.line, p.kind), (3, Tamper::Edited), "{p}");

@@ -103,6 +103,7 @@ fn verify(ctx: &Context, file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
                 report.unchained
             ),
             None => println!("audit log intact: {counts}"),
+            Some(problem) if report.chained == 0 => println!("audit log tampered: {problem}"),
             Some(problem) => println!(
                 "audit log tampered: {problem} (the {} chained lines before it are intact)",
                 report.chained
