@@ -441,7 +441,7 @@ fn walk(recs: &[Rec], files: &[PathBuf], report: &mut Report) -> Option<Problem>
                         i,
                         Tamper::Removed,
                         format!(
-                            "it links to a line that is not in the log: lines were removed from \
+                            "it links to a line that is not in the log; lines were removed from \
                              the end of {} or the start of {}, or a rotated file in between is missing",
                             files[recs[q].file].display(),
                             files[rec.file].display()
@@ -452,7 +452,7 @@ fn walk(recs: &[Rec], files: &[PathBuf], report: &mut Report) -> Option<Problem>
                         i,
                         Tamper::Removed,
                         format!(
-                            "it links to a line that is not in the log: one or more lines between \
+                            "it links to a line that is not in the log; one or more lines between \
                              {} and it were removed (or the line before it was replaced)",
                             at(q)
                         ),

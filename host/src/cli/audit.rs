@@ -104,6 +104,9 @@ fn verify(ctx: &Context, file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
             ),
             None => println!("audit log intact: {counts}"),
             Some(problem) if report.chained == 0 => println!("audit log tampered: {problem}"),
+            Some(problem) if report.chained == 1 => {
+                println!("audit log tampered: {problem} (the chained line before it is intact)")
+            }
             Some(problem) => println!(
                 "audit log tampered: {problem} (the {} chained lines before it are intact)",
                 report.chained
