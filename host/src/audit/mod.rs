@@ -7,6 +7,17 @@
 //! Secrets are redacted before anything is written ([`redact`]); the file rotates by size
 //! ([`rotate`]). `rkmcp audit tail` reads it.
 //!
+//! The log is tamper-evident ([`chain`]): each line ends with `"prev"` (the previous line's
+//! chain value) and `"chain"` (hex SHA-256 of that value and the line without its chain field),
+//! so every line is linked to the one before it, from the first line of a new log (linked to a
+//! fixed genesis value) across restarts and rotations. `rkmcp audit verify [FILE]` ([`verify`])
+//! recomputes the chain over the log and its rotated files, oldest first, and names the first
+//! line that was edited, removed, inserted or reordered (exit code 1), or says the log is
+//! intact (0). Lines an older rkmcp wrote without a chain are reported as such, not as
+//! tampering; a torn last line (an interrupted write) makes the next run start a new chain with
+//! a `restart` record that says why. The chain has no key: it shows changes made without
+//! recomputing it, not a rewrite of the whole chain, nor lines cut from the end of the log.
+//!
 //! ```toml
 //! [audit]
 //! path = "~/.local/state/rkmcp/audit.jsonl"
@@ -20,8 +31,10 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+pub mod chain;
 pub mod redact;
 pub mod rotate;
+pub mod verify;
 
 use redact::Redactor;
 use rotate::RotatingFile;
@@ -53,6 +66,11 @@ pub fn expand_home(path: &std::path::Path) -> PathBuf {
         (Ok(rest), Some(home)) => home.join(rest),
         _ => path.to_path_buf(),
     }
+}
+
+/// The time an entry is written, as recorded in its `time` field.
+pub fn timestamp() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
 /// Which way a message went.
@@ -128,12 +146,7 @@ impl AuditLog {
     /// Writes one entry: `fields` (an object) with the time and `kind` added, redacted.
     pub fn record(&self, server: Option<&str>, kind: &str, fields: Value) {
         let mut entry = serde_json::Map::new();
-        entry.insert(
-            "time".into(),
-            humantime::format_rfc3339_millis(std::time::SystemTime::now())
-                .to_string()
-                .into(),
-        );
+        entry.insert("time".into(), timestamp().into());
         if let Some(server) = server {
             entry.insert("server".into(), server.into());
         }
@@ -145,7 +158,7 @@ impl AuditLog {
         self.redactor.value(&mut entry);
         let line = entry.to_string();
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(err) = file.write_line(line.as_bytes()) {
+        if let Err(err) = file.write_entry(line.as_bytes()) {
             // Warn once per failure streak would need state; a warning per entry is acceptable
             // because a failing audit log is something the user must notice.
             tracing::error!(target: crate::logging::NOTICE_TARGET, "cannot write the audit log {}: {err}", self.path.display());
@@ -252,7 +265,15 @@ mod tests {
             !text.contains("pw-123") && !text.contains("s3cr3t-env"),
             "{text}"
         );
-        let entry: Value = serde_json::from_str(text.trim()).unwrap();
+        // A new log starts with the record that starts its hash chain.
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["kind"], "audit_chain");
+        assert_eq!(lines[1]["prev"], lines[0]["chain"]);
+        let entry = &lines[1];
         assert_eq!(entry["kind"], "tool_call");
         assert_eq!(entry["decided_by"], "user");
         assert_eq!(entry["arguments"]["user"], "ann");

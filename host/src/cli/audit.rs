@@ -1,8 +1,12 @@
 //! `rkmcp audit tail [--server S] [--follow] [-n N]`: the last entries of the audit log, as
 //! one line each (or the JSON lines themselves with `--json`), following the file across
 //! rotations with `--follow`.
+//!
+//! `rkmcp audit verify [FILE]`: recomputes the log's hash chain over the file and its rotated
+//! files, oldest first; exit code 0 when intact, 1 at the first edited, removed, inserted or
+//! reordered line (named by file and line), 2 when there is no log to check.
 use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -25,22 +29,107 @@ pub enum AuditCommand {
         #[arg(long, short = 'n', default_value_t = 20)]
         lines: usize,
     },
+    /// Check the audit log's hash chain: name the first line that was edited, removed,
+    /// inserted or reordered (exit code 1), or say it is intact (0).
+    Verify {
+        /// The log to check, with its rotated files FILE.1, FILE.2, … (default: the configured
+        /// audit log).
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
 }
 
 pub async fn run(ctx: &Context, cmd: AuditCommand) -> anyhow::Result<ExitCode> {
-    let AuditCommand::Tail {
-        server,
-        follow,
-        lines,
-    } = cmd;
+    match cmd {
+        AuditCommand::Tail {
+            server,
+            follow,
+            lines,
+        } => tail(ctx, server, follow, lines).await,
+        AuditCommand::Verify { file } => verify(ctx, file),
+    }
+}
+
+/// The configured audit log (`[audit] path` or `--audit FILE`).
+fn configured_path(ctx: &Context) -> anyhow::Result<PathBuf> {
     let config = ctx.load_config()?;
     let settings: crate::audit::AuditSettings = config.section("audit")?;
-    let path = settings
+    Ok(settings
         .path
         .map(|p| crate::audit::expand_home(&p))
         .ok_or_else(|| {
             UsageError("no audit log is configured: set `[audit] path` or pass --audit FILE".into())
-        })?;
+        })?)
+}
+
+fn verify(ctx: &Context, file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    use crate::audit::verify;
+    let path = match file {
+        Some(file) => file,
+        None => configured_path(ctx)?,
+    };
+    let files = verify::files_of(&path).map_err(|err| {
+        UsageError(format!(
+            "cannot list the audit log's files next to {}: {err}",
+            path.display()
+        ))
+    })?;
+    if files.is_empty() {
+        return Err(UsageError(format!("there is no audit log at {}", path.display())).into());
+    }
+    let report = verify::verify(&files).map_err(|err| UsageError(err.to_string()))?;
+    if ctx.global.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["intact"] = report.intact().into();
+        if let Some(problem) = &report.problem {
+            value["problem"]["message"] = problem.to_string().into();
+        }
+        println!("{value}");
+    } else {
+        let files_word = if report.files.len() == 1 {
+            "file"
+        } else {
+            "files"
+        };
+        let lines_word = if report.lines == 1 { "line" } else { "lines" };
+        let counts = format!(
+            "{} {lines_word} in {} {files_word}",
+            report.lines,
+            report.files.len()
+        );
+        match &report.problem {
+            None if report.unchained > 0 => println!(
+                "audit log intact: {counts} ({} unchained, written before chaining)",
+                report.unchained
+            ),
+            None => println!("audit log intact: {counts}"),
+            Some(problem) if report.chained == 0 => println!("audit log tampered: {problem}"),
+            Some(problem) if report.chained == 1 => {
+                println!("audit log tampered: {problem} (the chained line before it is intact)")
+            }
+            Some(problem) => println!(
+                "audit log tampered: {problem} (the {} chained lines before it are intact)",
+                report.chained
+            ),
+        }
+        for note in &report.notes {
+            println!("  note: {note}");
+        }
+    }
+    Ok(if report.intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+async fn tail(
+    ctx: &Context,
+    server: Option<String>,
+    follow: bool,
+    lines: usize,
+) -> anyhow::Result<ExitCode> {
+    let path = configured_path(ctx)?;
     let json = ctx.global.json;
     let show = |line: &str| {
         if let Some(text) = render(line, server.as_deref(), json) {
@@ -135,6 +224,9 @@ fn render(line: &str, server: Option<&str>, json: bool) -> Option<String> {
                 .unwrap_or_default()
         ),
         "plugin_fault" => format!("{}: {}", field("plugin"), field("fault")),
+        crate::audit::chain::KIND => format!("{} {}", field("event"), field("reason"))
+            .trim_end()
+            .to_string(),
         "server_start" => format!(
             "{} {}",
             field("transport"),

@@ -111,7 +111,7 @@ pub enum Command {
     Models(models::ModelsCommand),
     /// Check backends, the RKLLM runtime, NPU devices, models, plugins and servers.
     Doctor(doctor::DoctorArgs),
-    /// Read the audit log.
+    /// Read the audit log and check that it was not tampered with.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
     /// The tasks servers run for tool calls: list, show, cancel.
