@@ -103,6 +103,12 @@ impl Probe {
         let mut state = lock(&self.state);
         match &request.request {
             ClientRequest::DiscoverRequest(_) => {
+                // A `server/discover` after the probe was answered (a 2026-07-28 session's
+                // health ping) is not the probe: left alone, the silence bound would already have
+                // passed and this layer would answer it with a fake error.
+                if state.sent_at.is_some() && state.pending.is_none() {
+                    return;
+                }
                 state.pending = Some(request.id.clone());
                 state.sent_at.get_or_insert_with(Instant::now);
             }
@@ -396,6 +402,21 @@ mod tests {
         assert_eq!(code, ErrorCode::METHOD_NOT_FOUND.0);
         let why = p.why_not().unwrap();
         assert!(why.contains("-32021") && why.contains("id 7"), "{why}");
+    }
+
+    #[test]
+    fn a_later_discover_is_not_taken_for_the_probe() {
+        let p = probe();
+        discover(&p, 0);
+        let answer = received(serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"}}}));
+        assert!(p.on_receive(answer).is_some());
+        // The session's health ping, long after the bound.
+        discover(&p, 5);
+        assert!(p.deadline().is_none());
+        assert!(p.answer_for_silence().is_none());
+        assert_eq!(p.why_not(), None);
     }
 
     #[test]
