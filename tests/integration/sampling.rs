@@ -365,3 +365,67 @@ fn in_chat_at_a_terminal_sampling_is_approved_then_its_answer_is_sent() {
     p.send_line("/exit").unwrap();
     p.exp_eof().expect("chat did not exit");
 }
+
+/// `rkmcp tools call` (no model of its own) against server-everything: the sampling request is
+/// refused with advice, before any model is loaded (the config's model does not exist, and the
+/// refusal says nothing about it); following the advice (`[sampling] auto_approve`), the
+/// config's model is loaded when the request comes and answers it, within its `maxTokens`.
+#[test]
+fn tools_call_answers_sampling_once_the_refusals_advice_is_followed() {
+    let home = tempfile::tempdir().unwrap();
+    let (node, args) = everything_cmd();
+    let entry = stdio_entry("ev", &node, &args, "");
+    let call = |config: &std::path::Path| {
+        run_rkmcp(
+            home.path(),
+            &[
+                "--config",
+                &config.display().to_string(),
+                "tools",
+                "call",
+                "ev/trigger-sampling-request",
+                "prompt=hello",
+                "maxTokens=5",
+            ],
+        )
+    };
+    let missing_model = "[model]\npath = \"/nonexistent/model.gguf\"\n";
+    let refused = call(&write(
+        home.path(),
+        "refused.toml",
+        &format!("{entry}\n{missing_model}"),
+    ));
+    let said = format!("{}{}", stdout(&refused), stderr(&refused));
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("auto_approve = [\"ev\"]"), "{said}");
+    assert!(!said.contains("nonexistent"), "a model was loaded: {said}");
+
+    // Advice followed, with a model that exists: answered by the local model.
+    let model =
+        "[model]\nthreads = 1\ncontext_length = 2048\n[model.sampling]\ntemperature = 0.0\n";
+    let allowed = call(&write(
+        home.path(),
+        "allowed.toml",
+        &format!("{entry}\n{model}\n[sampling]\nauto_approve = [\"ev\"]\n"),
+    ));
+    let out = stdout(&allowed);
+    assert!(allowed.status.success(), "{out}{}", stderr(&allowed));
+    assert!(out.contains("LLM sampling result"), "{out}");
+    assert!(
+        out.contains("SmolLM2"),
+        "the answer names the local model: {out}"
+    );
+
+    // The same advice with the missing model: the load failure is named, with its cause.
+    let broken = call(&write(
+        home.path(),
+        "broken.toml",
+        &format!("{entry}\n{missing_model}\n[sampling]\nauto_approve = [\"ev\"]\n"),
+    ));
+    let said = format!("{}{}", stdout(&broken), stderr(&broken));
+    assert!(!broken.status.success(), "{said}");
+    assert!(
+        said.contains("could not be loaded") && said.contains("nonexistent"),
+        "{said}"
+    );
+}

@@ -45,14 +45,17 @@ pub(super) async fn start(
     if config.servers.is_empty() {
         return Err(UsageError(no_servers_hint(config)).into());
     }
-    // Forms are asked at the terminal when there is one; these commands run no model, so
-    // sampling is refused with a message saying how to allow it.
+    // Server requests are answered as in `ask` and `chat`: forms and sampling are asked at the
+    // terminal when there is one, and sampling otherwise runs only for `[sampling]
+    // auto_approve` servers.
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let forms = terminal.then(|| {
         std::sync::Arc::new(super::elicit_form::TerminalForms)
             as std::sync::Arc<dyn crate::chat::client::FormAsker>
     });
+    let sampler = on_demand_sampler(ctx, config, terminal)?;
     let client = crate::chat::start::local_client(config, forms, ctx.global.accept_defaults);
+    client.set_sampler(std::sync::Arc::new(sampler));
     let manager = SessionManager::start_with(config, only, client).await;
     if !ctx.global.json {
         for failure in manager.failures() {
@@ -60,6 +63,25 @@ pub(super) async fn start(
         }
     }
     Ok(manager)
+}
+
+/// Sampling for the commands that run no model of their own: the config's `[model]` (the same
+/// one `ask` uses), loaded only when a server's request is let through by `[sampling]`.
+fn on_demand_sampler(
+    ctx: &Context,
+    config: &Config,
+    terminal: bool,
+) -> anyhow::Result<crate::chat::sampling::Sampler> {
+    use crate::chat::sampling::{Sampler, SamplingApprover, SamplingPolicy, SamplingSettings};
+    let model = super::ask::model_config(ctx, &super::ask::ModelArgs::default())?;
+    let settings = config.section::<crate::chat::ChatSettings>("chat")?;
+    let policy = SamplingPolicy::new(config.section::<SamplingSettings>("sampling")?)
+        .map_err(|e| crate::config::ConfigError::new(format!("[sampling]: {e}")))?;
+    let approver = terminal.then(|| {
+        std::sync::Arc::new(super::sampling_prompt::TerminalSamplingApprover)
+            as std::sync::Arc<dyn SamplingApprover>
+    });
+    Ok(Sampler::on_demand(model, settings, policy, approver))
 }
 
 fn no_servers_hint(config: &Config) -> String {

@@ -6,6 +6,7 @@
 //! session, as a server's stray output on stdio would be — but only a few are reported, and a
 //! flood of them closes the connection ([`BadMessageBudget`]).
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rkmcp_plugin_host::budget::{BadMessageBudget, BadVerdict};
@@ -26,10 +27,14 @@ pub struct PluginTransport {
 }
 
 impl PluginTransport {
-    pub fn new(conn: PluginConnection, server: &str) -> Self {
+    /// `gave_up` is set when this adapter closes the connection itself because the plugin sent a
+    /// flood of messages that are not JSON-RPC: the plugin is at fault, so the negotiation does
+    /// not open a second connection to try `initialize` (which would only repeat the flood and
+    /// its notices).
+    pub fn new(conn: PluginConnection, server: &str, gave_up: Arc<AtomicBool>) -> Self {
         let conn = Arc::new(conn);
         let (tx, incoming) = tokio::sync::mpsc::channel(64);
-        tokio::spawn(read_loop(conn.clone(), server.to_string(), tx));
+        tokio::spawn(read_loop(conn.clone(), server.to_string(), tx, gave_up));
         PluginTransport { conn, incoming }
     }
 }
@@ -38,6 +43,7 @@ async fn read_loop(
     conn: Arc<PluginConnection>,
     server: String,
     tx: tokio::sync::mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
+    gave_up: Arc<AtomicBool>,
 ) {
     let mut bad = BadMessageBudget::default();
     loop {
@@ -72,6 +78,7 @@ async fn read_loop(
                             conn.plugin_name(),
                             bad.window().as_secs()
                         );
+                        gave_up.store(true, Ordering::Release);
                         let _ = conn.close().await;
                         return;
                     }

@@ -409,9 +409,10 @@ mod tests {
         let p = probe();
         discover(&p, 0);
         let answer = received(serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {
-            "supportedVersions": ["2026-07-28"], "capabilities": {},
-            "serverInfo": {"name": "s", "version": "1"}}}));
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {}, "ttlMs": 0, "cacheScope": "public"}}));
         assert!(p.on_receive(answer).is_some());
+        assert_eq!(p.why_not(), None, "a well-formed discover result is accepted");
         // The session's health ping, long after the bound.
         discover(&p, 5);
         assert!(p.deadline().is_none());

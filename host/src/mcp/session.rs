@@ -1056,27 +1056,34 @@ async fn open(
             TransportKind::Plugin(plugin) => {
                 let host =
                     plugins.ok_or_else(|| start_err("the plugin host is not available".into()))?;
-                let attempt = |mode, probe| async move {
-                    let transport = host.transport(plugin).map_err(|e| {
-                        AttemptError::Open(format!("transport plugin `{plugin}`: {e}"))
-                    })?;
-                    let conn = transport
-                        .connect()
+                let gave_up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let attempt = |mode, probe| {
+                    let gave_up = gave_up.clone();
+                    async move {
+                        let transport = host.transport(plugin).map_err(|e| {
+                            AttemptError::Open(format!("transport plugin `{plugin}`: {e}"))
+                        })?;
+                        let conn = transport
+                            .connect()
+                            .await
+                            .map_err(|e| AttemptError::Open(e.to_string()))?;
+                        let service = serve_on(
+                            handler.clone(),
+                            super::plugin_transport::PluginTransport::new(conn, server, gave_up),
+                            server,
+                            audit.clone(),
+                            mode,
+                            probe,
+                        )
                         .await
-                        .map_err(|e| AttemptError::Open(e.to_string()))?;
-                    let service = serve_on(
-                        handler.clone(),
-                        super::plugin_transport::PluginTransport::new(conn, server),
-                        server,
-                        audit.clone(),
-                        mode,
-                        probe,
-                    )
-                    .await
-                    .map_err(|e| AttemptError::Handshake(Box::new(e)))?;
-                    Ok::<_, AttemptError>((service, None, None))
+                        .map_err(|e| AttemptError::Handshake(Box::new(e)))?;
+                        Ok::<_, AttemptError>((service, None, None))
+                    }
                 };
-                negotiate::start(config, true, attempt, |_| true)
+                // A plugin that flooded the probe's connection with garbage is closed, not
+                // given a second connection.
+                let fresh_start_helps = |_: &_| !gave_up.load(std::sync::atomic::Ordering::Acquire);
+                negotiate::start(config, true, attempt, fresh_start_helps)
                     .await
                     .map_err(|e| start_err(e.to_string()))
             }

@@ -9,6 +9,11 @@
 //! does not reuse the KV cache, and nothing of it is added to the chat history. The backend runs
 //! one generation at a time, so a request waits for the user's generation (and the reverse) for at
 //! most `[sampling] wait`.
+//!
+//! Commands without a model of their own (`tools call`, `resources read`, `prompts get`) serve
+//! sampling too ([`Sampler::on_demand`]): the model is loaded by the first request the policy
+//! lets through, so a command whose server never samples loads nothing, and a refused request
+//! is refused before any loading.
 #![allow(deprecated)] // sampling is deprecated by SEP-2577, but servers still use it.
 
 pub mod policy;
@@ -16,7 +21,7 @@ pub mod request;
 
 use std::sync::{Arc, Mutex};
 
-use rkmcp_llm::{GenerateRequest, Message, SharedBackend};
+use rkmcp_llm::{GenerateRequest, Message, ModelConfig, SharedBackend};
 use rkmcp_tool_formats::DetectorEvent;
 use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
 
@@ -47,9 +52,21 @@ pub trait SamplingApprover: Send + Sync {
 /// resources), as text for the system prompt.
 pub type ContextSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// Serves sampling requests for every server of one chat or `ask`.
+/// The model sampling runs on.
+enum ModelSource {
+    /// The chat's (or `ask`'s) own model, already loaded.
+    Loaded(SharedBackend),
+    /// Loaded by the first request that is let through; a failed load is tried again by the
+    /// next request (its cause goes back to the server each time).
+    OnDemand {
+        config: Box<ModelConfig>,
+        loaded: tokio::sync::OnceCell<SharedBackend>,
+    },
+}
+
+/// Serves sampling requests for every server of one chat, `ask` or inspection command.
 pub struct Sampler {
-    backend: SharedBackend,
+    model: ModelSource,
     settings: ChatSettings,
     policy: Mutex<SamplingPolicy>,
     /// `None`: nobody can be asked (`ask`, no terminal).
@@ -65,11 +82,51 @@ impl Sampler {
         approver: Option<Arc<dyn SamplingApprover>>,
     ) -> Self {
         Self {
-            backend,
+            model: ModelSource::Loaded(backend),
             settings,
             policy: Mutex::new(policy),
             approver,
             context: None,
+        }
+    }
+
+    /// A sampler whose model is loaded from `config` when the first allowed request comes.
+    pub fn on_demand(
+        config: ModelConfig,
+        settings: ChatSettings,
+        policy: SamplingPolicy,
+        approver: Option<Arc<dyn SamplingApprover>>,
+    ) -> Self {
+        Self {
+            model: ModelSource::OnDemand {
+                config: Box::new(config),
+                loaded: tokio::sync::OnceCell::new(),
+            },
+            settings,
+            policy: Mutex::new(policy),
+            approver,
+            context: None,
+        }
+    }
+
+    /// The model, loading it first when it is loaded on demand.
+    async fn backend(&self, server: &str) -> Result<&SharedBackend, SamplingError> {
+        match &self.model {
+            ModelSource::Loaded(backend) => Ok(backend),
+            ModelSource::OnDemand { config, loaded } => loaded
+                .get_or_try_init(|| async {
+                    let backend = SharedBackend::open((**config).clone()).await?;
+                    tracing::info!(
+                        model = %backend.info().model.display(),
+                        "local model loaded for sampling"
+                    );
+                    Ok(backend)
+                })
+                .await
+                .map_err(|source| SamplingError::ModelLoad {
+                    server: server.to_string(),
+                    source,
+                }),
         }
     }
 
@@ -96,7 +153,12 @@ impl Sampler {
                 policy.settings.wait,
             )
         };
-        let format = ToolPlan::new(&self.settings, self.backend.info(), Vec::new()).format;
+        // A refusal needs no model: it is given before anything is loaded.
+        if let Decision::Deny(message) = &decision {
+            return Err(SamplingError::Denied(message.clone()));
+        }
+        let backend = self.backend(server).await?;
+        let format = ToolPlan::new(&self.settings, backend.info(), Vec::new()).format;
         let mut prepared = request::prepare(server, params, max_tokens, format)?;
         if prepared.wants_context
             && let Some(context) = self.context.as_ref().and_then(|c| c(server))
@@ -105,8 +167,7 @@ impl Sampler {
             prepared.system_prompt = Some(format!("{base}\n\n{context}").trim().to_string());
         }
         let ask = match decision {
-            Decision::Deny(message) => return Err(SamplingError::Denied(message)),
-            Decision::Allow => None,
+            Decision::Deny(_) | Decision::Allow => None,
             Decision::Ask => self.approver.clone(),
         };
         if let Some(approver) = &ask {
@@ -120,7 +181,7 @@ impl Sampler {
                 }
             }
         }
-        let (answer, finish) = self.generate(&prepared, wait).await?;
+        let (answer, finish) = self.generate(backend, &prepared, wait).await?;
         if let Some(approver) = &ask
             && !approver.review_answer(server, &answer).await
         {
@@ -128,8 +189,7 @@ impl Sampler {
                 server: server.to_string(),
             });
         }
-        let model = self
-            .backend
+        let model = backend
             .info()
             .model
             .file_stem()
@@ -141,10 +201,11 @@ impl Sampler {
     /// Runs the request through the chat's prompt, grammar and detector for its tools.
     async fn generate(
         &self,
+        backend: &SharedBackend,
         prepared: &Prepared,
         wait: std::time::Duration,
     ) -> Result<(Answer, rkmcp_llm::FinishReason), SamplingError> {
-        let info = self.backend.info();
+        let info = backend.info();
         let settings = ChatSettings {
             system_prompt: prepared.system_prompt.clone(),
             tool_choice: prepared.tool_choice,
@@ -177,8 +238,7 @@ impl Sampler {
             request.tools_json = prompt::native_tools_json(&settings, &plan);
         }
         let server = prepared.server.clone();
-        let generation = self
-            .backend
+        let generation = backend
             .generate_within(request, wait)
             .finish()
             .await

@@ -35,6 +35,12 @@ pub enum SamplingError {
         #[source]
         source: rkmcp_llm::LlmError,
     },
+    #[error("sampling request from server `{server}`: the local model could not be loaded")]
+    ModelLoad {
+        server: String,
+        #[source]
+        source: rkmcp_llm::LlmError,
+    },
     #[error("sampling request from server `{server}`: the user declined the generated answer")]
     AnswerRejected { server: String },
 }
@@ -49,7 +55,9 @@ impl SamplingError {
             SamplingError::Unsupported { .. } | SamplingError::Empty { .. } => {
                 rmcp::model::ErrorCode::INVALID_PARAMS
             }
-            SamplingError::Model { .. } => rmcp::model::ErrorCode::INTERNAL_ERROR,
+            SamplingError::Model { .. } | SamplingError::ModelLoad { .. } => {
+                rmcp::model::ErrorCode::INTERNAL_ERROR
+            }
         };
         rmcp::ErrorData::new(code, error_chain(self), None)
     }
