@@ -412,7 +412,11 @@ mod tests {
             "resultType": "complete", "supportedVersions": ["2026-07-28"],
             "capabilities": {}, "ttlMs": 0, "cacheScope": "public"}}));
         assert!(p.on_receive(answer).is_some());
-        assert_eq!(p.why_not(), None, "a well-formed discover result is accepted");
+        assert_eq!(
+            p.why_not(),
+            None,
+            "a well-formed discover result is accepted"
+        );
         // The session's health ping, long after the bound.
         discover(&p, 5);
         assert!(p.deadline().is_none());
