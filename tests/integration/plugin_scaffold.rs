@@ -161,8 +161,14 @@ fn rust_scaffolds_of_every_kind_build_pass_check_and_work() {
 /// one that makes it answer as the Rust template does.
 async fn scaffolds_behave(plugins: &Path, transport_config: impl Fn(u16) -> String) {
     let (port, server) = echo_server();
+    // The compile cache `plugins check` filled (rkmcp_command's XDG_CACHE_HOME): each component
+    // is compiled once, not again here (a Python one takes cranelift tens of seconds).
+    let cache = plugins
+        .parent()
+        .unwrap_or(plugins)
+        .join("cache/rkmcp/components");
     let text = format!(
-        "dirs = [{plugins:?}]\ndefault_dir = false\nno_cache = true\n\
+        "dirs = [{plugins:?}]\ndefault_dir = false\ncache_dir = {cache:?}\n\
          [grants.my-transport]\ncall_timeout_ms = 30000\nnetwork = [\"127.0.0.1:{port}\"]\nconfig = {{ {} }}\n\
          [grants.my-guard]\ncall_timeout_ms = 30000\nconfig = {{ deny = \"*delete*\" }}\n\
          [grants.my-detector]\ncall_timeout_ms = 30000\n[grants.my-converter]\ncall_timeout_ms = 30000\n",

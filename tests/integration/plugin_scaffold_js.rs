@@ -63,8 +63,13 @@ fn js_scaffolds_build_pass_check_and_work() {
 /// The same behaviour plugin_scaffold.rs asks of the Rust detector and converter templates; the
 /// guard is the bundled guard-js under the project's name.
 async fn scaffolds_behave(plugins: &Path) {
+    // The compile cache `plugins check` filled: each component is compiled once.
+    let cache = plugins
+        .parent()
+        .unwrap_or(plugins)
+        .join("cache/rkmcp/components");
     let text = format!(
-        "dirs = [{plugins:?}]\ndefault_dir = false\nno_cache = true\n\
+        "dirs = [{plugins:?}]\ndefault_dir = false\ncache_dir = {cache:?}\n\
          [grants.js-guard.config]\ndeny = [\"*delete*\"]\n\
          [grants.js-guard-broken.config]\ndefault = \"sometimes\"\n"
     );
