@@ -11,6 +11,12 @@ use libfuzzer_sys::fuzz_target;
 /// `host/src/config`'s parsing modules (see `host_config/mod.rs`).
 mod host_config;
 
+// `crate::logging::NOTICE_TARGET`, where the host crate has it (`config/file.rs` sends its
+// one-line notices there).
+mod logging {
+    pub use rkmcp_term_safe::NOTICE_TARGET;
+}
+
 // The plugin host's `[plugins]` config and manifest modules, at the crate paths they use.
 mod wit {
     pub const SUPPORTED_VERSIONS: &[&str] = &["0.2.0", "0.1.0"];
