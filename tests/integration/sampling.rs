@@ -375,7 +375,9 @@ fn tools_call_answers_sampling_once_the_refusals_advice_is_followed() {
     let home = tempfile::tempdir().unwrap();
     let (node, args) = everything_cmd();
     let entry = stdio_entry("ev", &node, &args, "");
-    let call = |config: &std::path::Path| {
+    // `tools call` with server `ev` and `rest` of the config in `file`.
+    let call = |file: &str, rest: &str| {
+        let config = write(home.path(), file, &format!("{entry}\n{rest}"));
         run_rkmcp(
             home.path(),
             &[
@@ -390,11 +392,7 @@ fn tools_call_answers_sampling_once_the_refusals_advice_is_followed() {
         )
     };
     let missing_model = "[model]\npath = \"/nonexistent/model.gguf\"\n";
-    let refused = call(&write(
-        home.path(),
-        "refused.toml",
-        &format!("{entry}\n{missing_model}"),
-    ));
+    let refused = call("refused.toml", missing_model);
     let said = format!("{}{}", stdout(&refused), stderr(&refused));
     assert!(!refused.status.success(), "{said}");
     assert!(said.contains("auto_approve = [\"ev\"]"), "{said}");
@@ -403,11 +401,8 @@ fn tools_call_answers_sampling_once_the_refusals_advice_is_followed() {
     // Advice followed, with a model that exists: answered by the local model.
     let model =
         "[model]\nthreads = 1\ncontext_length = 2048\n[model.sampling]\ntemperature = 0.0\n";
-    let allowed = call(&write(
-        home.path(),
-        "allowed.toml",
-        &format!("{entry}\n{model}\n[sampling]\nauto_approve = [\"ev\"]\n"),
-    ));
+    let advice = "[sampling]\nauto_approve = [\"ev\"]\n";
+    let allowed = call("allowed.toml", &format!("{model}\n{advice}"));
     let out = stdout(&allowed);
     assert!(allowed.status.success(), "{out}{}", stderr(&allowed));
     assert!(out.contains("LLM sampling result"), "{out}");
@@ -417,11 +412,7 @@ fn tools_call_answers_sampling_once_the_refusals_advice_is_followed() {
     );
 
     // The same advice with the missing model: the load failure is named, with its cause.
-    let broken = call(&write(
-        home.path(),
-        "broken.toml",
-        &format!("{entry}\n{missing_model}\n[sampling]\nauto_approve = [\"ev\"]\n"),
-    ));
+    let broken = call("broken.toml", &format!("{missing_model}\n{advice}"));
     let said = format!("{}{}", stdout(&broken), stderr(&broken));
     assert!(!broken.status.success(), "{said}");
     assert!(

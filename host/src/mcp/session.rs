@@ -6,7 +6,7 @@
 #![allow(deprecated)]
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -1056,7 +1056,7 @@ async fn open(
             TransportKind::Plugin(plugin) => {
                 let host =
                     plugins.ok_or_else(|| start_err("the plugin host is not available".into()))?;
-                let gave_up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let gave_up = Arc::new(AtomicBool::new(false));
                 let attempt = |mode, probe| {
                     let gave_up = gave_up.clone();
                     async move {
@@ -1082,7 +1082,7 @@ async fn open(
                 };
                 // A plugin that flooded the probe's connection with garbage is closed, not
                 // given a second connection.
-                let fresh_start_helps = |_: &_| !gave_up.load(std::sync::atomic::Ordering::Acquire);
+                let fresh_start_helps = |_: &_| !gave_up.load(Ordering::Acquire);
                 negotiate::start(config, true, attempt, fresh_start_helps)
                     .await
                     .map_err(|e| start_err(e.to_string()))

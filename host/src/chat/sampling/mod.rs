@@ -154,9 +154,11 @@ impl Sampler {
             )
         };
         // A refusal needs no model: it is given before anything is loaded.
-        if let Decision::Deny(message) = &decision {
-            return Err(SamplingError::Denied(message.clone()));
-        }
+        let ask = match decision {
+            Decision::Deny(message) => return Err(SamplingError::Denied(message)),
+            Decision::Allow => None,
+            Decision::Ask => self.approver.clone(),
+        };
         let backend = self.backend(server).await?;
         let format = ToolPlan::new(&self.settings, backend.info(), Vec::new()).format;
         let mut prepared = request::prepare(server, params, max_tokens, format)?;
@@ -166,10 +168,6 @@ impl Sampler {
             let base = prepared.system_prompt.take().unwrap_or_default();
             prepared.system_prompt = Some(format!("{base}\n\n{context}").trim().to_string());
         }
-        let ask = match decision {
-            Decision::Deny(_) | Decision::Allow => None,
-            Decision::Ask => self.approver.clone(),
-        };
         if let Some(approver) = &ask {
             match approver.review_request(&prepared).await {
                 RequestChoice::Once => {}
