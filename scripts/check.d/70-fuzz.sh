@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# beside-tests
+# (Beside the test run: its own workspace and target directory, one core while fuzzing.)
 # Fuzzing (fuzz/): replays fuzz/regressions/TARGET/* (every crash found so far), then fuzzes each
 # target for RKMCP_FUZZ_SECONDS (default 20 s; 5 targets ≈ 100 s plus a ~1 min build), seeded
 # with the repository's own corpora. Skips, saying why, if the pinned nightly or cargo-fuzz is
@@ -13,6 +15,12 @@ if [ "${RKMCP_NO_FUZZ:-0}" = 1 ]; then
   exit 0
 fi
 export PATH="$deps/cargo-fuzz/bin:$PATH"
+# scripts/test leaves building cargo-fuzz to this step (RKMCP_DEFER_CARGO_FUZZ in its setup).
+if ! command -v cargo-fuzz >/dev/null; then
+  started=$(date +%s)
+  RKMCP_DEPS="$deps" RKMCP_DEFER_CARGO_FUZZ=0 bash "$repo/scripts/setup.d/60-fuzz.sh" >&2
+  echo "70-fuzz: installing cargo-fuzz took $(( $(date +%s) - started )) s" >&2
+fi
 if ! rustup run "$nightly" rustc --version >/dev/null 2>&1 || ! command -v cargo-fuzz >/dev/null; then
   echo "70-fuzz: skipped: $nightly or cargo-fuzz is not installed (run scripts/setup.d/60-fuzz.sh)" >&2
   exit 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # needed-by: tests
-# The aarch64 cross toolchain, Rust target and qemu-user: scripts/check.d/60-aarch64.sh
+# The aarch64 cross toolchain, Rust target and qemu-user: scripts/check.d/80-aarch64.sh
 # cross-compiles rkmcp for Rockchip boards and runs the RKLLM FFI tests under emulation.
 set -euo pipefail
 # shellcheck source=lib/apt.sh

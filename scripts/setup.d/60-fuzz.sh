@@ -11,6 +11,12 @@ cargo_fuzz_version=0.13.2
 if ! rustup run "$nightly" rustc --version >/dev/null 2>&1; then
   rustup toolchain install "$nightly" --profile minimal
 fi
+# scripts/test defers the cargo-fuzz build (CPU-bound) to the fuzz check, which runs beside the
+# tests where a core is idle, instead of beside the main build where none is.
+if [ "${RKMCP_DEFER_CARGO_FUZZ:-0}" = 1 ]; then
+  echo "60-fuzz: $nightly is present; cargo-fuzz is built by the fuzz check when it is missing"
+  exit 0
+fi
 if [ ! -x "$deps/cargo-fuzz/bin/cargo-fuzz" ] ||
    ! "$deps/cargo-fuzz/bin/cargo-fuzz" --version | grep -q "$cargo_fuzz_version"; then
   cargo install cargo-fuzz --version "$cargo_fuzz_version" --locked --root "$deps/cargo-fuzz"

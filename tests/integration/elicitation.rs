@@ -5,9 +5,7 @@
 //!
 //! Keys: Enter accepts a prompt as shown (the schema's default filled in), ↓ moves a selection,
 //! backspace edits a pre-filled value, Esc cancels the form. Fields come in property-name order.
-use std::process::Command;
-
-use rexpect::session::{PtySession, spawn_with_options};
+use rexpect::session::PtySession;
 use rkmcp_tests::*;
 use serde_json::Value;
 
@@ -37,17 +35,12 @@ fn everything_config(home: &std::path::Path) -> String {
     write(home, "rkmcp.toml", &toml).display().to_string()
 }
 
-/// `rkmcp ARGS` on a pseudo-terminal, ANSI sequences stripped from what the test reads.
+/// `rkmcp ARGS` on a pseudo-terminal.
 fn on_terminal(home: &std::path::Path, args: &[&str]) -> PtySession {
-    let mut cmd: Command = rkmcp_command(home, args);
-    cmd.env("TERM", "xterm-256color").env("NO_COLOR", "1");
-    spawn_with_options(
-        cmd,
-        rexpect::reader::Options::new()
-            .timeout_ms(Some(30_000))
-            .strip_ansi_escape_codes(true),
+    rkmcp_tests::on_terminal(
+        rkmcp_command(home, args),
+        std::time::Duration::from_secs(30),
     )
-    .expect("cannot start rkmcp on a pseudo-terminal")
 }
 
 /// Waits for a question, then answers it.

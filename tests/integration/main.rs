@@ -11,6 +11,7 @@ mod mcp_protocol;
 mod mcp_real_servers;
 mod mcp_session_behaviour;
 mod remote;
+mod remote_sign_in_on_demand;
 // rkmcp as an MCP server: the gateway with real clients in front and real servers behind.
 mod serve;
 // Server health and restart, elicitation forms, sampling on the local model.

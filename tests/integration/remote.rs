@@ -13,7 +13,7 @@ use rkmcp::mcp::{NonInteractive, Roots, Session};
 use rkmcp_tests::remote_peers::{self, Peer};
 use rkmcp_tests::{load_config, rkmcp_command, run_rkmcp, stderr, stdout, toml_str, write};
 
-fn remote_entry(name: &str, url: &str, extra: &str) -> String {
+pub(crate) fn remote_entry(name: &str, url: &str, extra: &str) -> String {
     format!(
         "[[servers]]\nname = {}\nurl = {}\nconnect_timeout = \"20s\"\n{extra}\n",
         toml_str(name),
@@ -174,13 +174,13 @@ async fn broken_sse_servers_get_clear_errors() {
 }
 
 /// The provider, a PyPI `mcp` server that accepts only its tokens, and a config naming it.
-struct SignInSetup {
-    dir: tempfile::TempDir,
-    provider: Peer,
-    server: Peer,
+pub(crate) struct SignInSetup {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) provider: Peer,
+    pub(crate) server: Peer,
 }
 
-fn sign_in_setup(access_ttl: u64, auth_toml: &str) -> SignInSetup {
+pub(crate) fn sign_in_setup(access_ttl: u64, auth_toml: &str) -> SignInSetup {
     let dir = tempfile::tempdir().unwrap();
     let provider = remote_peers::oidc_provider(access_ttl, dir.path().join("provider.log"));
     let server = remote_peers::python_http_server(
@@ -199,12 +199,12 @@ fn sign_in_setup(access_ttl: u64, auth_toml: &str) -> SignInSetup {
     }
 }
 
-fn credentials_file(home: &Path) -> std::path::PathBuf {
+pub(crate) fn credentials_file(home: &Path) -> std::path::PathBuf {
     home.join("state/rkmcp/auth/credentials.json")
 }
 
 /// The access and refresh tokens in the store (to prove they appear nowhere else).
-fn stored_tokens(home: &Path) -> Vec<String> {
+pub(crate) fn stored_tokens(home: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(credentials_file(home)).unwrap_or_default();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     let mut tokens = Vec::new();
@@ -226,7 +226,7 @@ fn assert_no_tokens(tokens: &[String], what: &str, text: &str) {
 }
 
 /// `rkmcp auth login secure`, the "browser" a person who approves everything; it must succeed.
-fn login_with_the_approving_browser(home: &Path) -> std::process::Output {
+pub(crate) fn login_with_the_approving_browser(home: &Path) -> std::process::Output {
     let out = rkmcp_command(home, &["auth", "login", "secure"])
         .env("BROWSER", remote_peers::approving_browser())
         .stdin(std::process::Stdio::null())

@@ -289,17 +289,9 @@ async fn one_generation_at_a_time_the_second_waits_or_gives_up() {
     assert!(waited.finish().await.is_ok());
 }
 
-/// `rkmcp chat` on a pseudo-terminal (rexpect), ANSI sequences stripped from what is read.
+/// `rkmcp chat` on a pseudo-terminal.
 fn chat_on_terminal(home: &std::path::Path, args: &[&str]) -> rexpect::session::PtySession {
-    let mut cmd = rkmcp_command(home, args);
-    cmd.env("TERM", "xterm-256color").env("NO_COLOR", "1");
-    rexpect::session::spawn_with_options(
-        cmd,
-        rexpect::reader::Options::new()
-            .timeout_ms(Some(180_000))
-            .strip_ansi_escape_codes(true),
-    )
-    .expect("cannot start rkmcp chat on a pseudo-terminal")
+    rkmcp_tests::on_terminal(rkmcp_command(home, args), Duration::from_secs(180))
 }
 
 #[test]

@@ -7,6 +7,9 @@
                                provider issued for this server: each token is checked with the
                                provider's RFC 7662 introspection endpoint, as the client
                                `--introspection-client` / `--introspection-secret`.
+  --admin-scope SCOPE          (with --issuer) add a tool `admin_stats` that only tokens with
+                               SCOPE may call; other tokens get 403 `insufficient_scope` naming
+                               the scopes needed, as a server with per-tool permissions answers.
 
 Binds 127.0.0.1 on --port (0 picks a free one). When ready it prints one line
 `LISTENING http://127.0.0.1:PORT/PATH` and flushes. It exits when stdin closes.
@@ -15,6 +18,7 @@ Binds 127.0.0.1 on --port (0 picks a free one). When ready it prints one line
 import argparse
 import asyncio
 import base64
+import json
 import socket
 import sys
 
@@ -60,6 +64,75 @@ class IntrospectionVerifier:
         )
 
 
+class RequireScopeForTool:
+    """ASGI middleware: a `tools/call` of `tool` by a token without `scope` is refused with
+    403 and an RFC 6750 `insufficient_scope` challenge (RFC 9728 `resource_metadata` included)."""
+
+    def __init__(self, app, verifier, tool, scope, base_scopes, resource_metadata):
+        self.app = app
+        self.verifier = verifier
+        self.tool = tool
+        self.scope = scope
+        self.base_scopes = base_scopes
+        self.resource_metadata = resource_metadata
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if (
+            isinstance(request, dict)
+            and request.get("method") == "tools/call"
+            and (request.get("params") or {}).get("name") == self.tool
+        ):
+            header = dict(scope["headers"]).get(b"authorization", b"").decode()
+            token = header[7:] if header.lower().startswith("bearer ") else ""
+            info = await self.verifier.verify_token(token) if token else None
+            if info is not None and self.scope not in info.scopes:
+                needed = " ".join(self.base_scopes + [self.scope])
+                challenge = (
+                    f'Bearer error="insufficient_scope", '
+                    f'error_description="{self.tool} needs the {self.scope} scope", '
+                    f'scope="{needed}", resource_metadata="{self.resource_metadata}"'
+                )
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [
+                            (b"www-authenticate", challenge.encode()),
+                            (b"content-type", b"application/json"),
+                        ],
+                    }
+                )
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": b'{"error":"insufficient_scope"}',
+                    }
+                )
+                return
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
 def build(args, port: int) -> tuple[MCPServer, str]:
     if args.transport == "sse":
         path = "/sse"
@@ -93,6 +166,13 @@ def build(args, port: int) -> tuple[MCPServer, str]:
         """Echo the text back, unchanged."""
         return text
 
+    if args.issuer and args.admin_scope:
+
+        @server.tool()
+        def admin_stats() -> str:
+            """Server statistics (needs the admin scope)."""
+            return "calls served: 42"
+
     return server, url
 
 
@@ -103,6 +183,7 @@ async def main() -> None:
     p.add_argument("--issuer")
     p.add_argument("--introspection-client", default="mcp-resource-server")
     p.add_argument("--introspection-secret", default="resource-server-secret")
+    p.add_argument("--admin-scope")
     args = p.parse_args()
 
     sock = socket.socket()
@@ -115,6 +196,22 @@ async def main() -> None:
         app = server.sse_app()
     else:
         app = server.streamable_http_app()
+        if args.issuer and args.admin_scope:
+            issuer = args.issuer.rstrip("/")
+            verifier = IntrospectionVerifier(
+                f"{issuer}/token/introspection",
+                args.introspection_client,
+                args.introspection_secret,
+                url,
+            )
+            app = RequireScopeForTool(
+                app,
+                verifier,
+                "admin_stats",
+                args.admin_scope,
+                ["mcp:tools"],
+                f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp",
+            )
     config = uvicorn.Config(app, log_level="warning")
     uv = uvicorn.Server(config)
 

@@ -1,6 +1,7 @@
 // A real OpenID provider (npm `oidc-provider`, installed by scripts/setup.d/60-oidc-provider.sh)
 // on 127.0.0.1, configured the way an MCP authorization server is: dynamic client registration,
-// client credentials, PKCE, resource indicators (RFC 8707) with the scope `mcp:tools`, refresh tokens, revocation,
+// client credentials, PKCE, resource indicators (RFC 8707) with the scopes `mcp:tools` and `mcp:admin`,
+// refresh tokens, revocation,
 // introspection for the resource server, RFC 9207 `iss` in redirects.
 //
 // Usage: node oidc_provider.mjs OIDC_PROVIDER_DIR [--port N] [--access-ttl SECONDS]
@@ -62,7 +63,7 @@ const provider = new Provider(issuer, {
     },
   ],
   cookies: { keys: ['rkmcp-test-cookie-key'] },
-  scopes: ['openid', 'offline_access', 'mcp:tools'],
+  scopes: ['openid', 'offline_access', 'mcp:tools', 'mcp:admin'],
   pkce: { required: () => true },
   features: {
     devInteractions: { enabled: false },
@@ -76,7 +77,7 @@ const provider = new Provider(issuer, {
       defaultResource: (_ctx, _client, oneOf) => oneOf ?? undefined,
       useGrantedResource: () => true,
       getResourceServerInfo: (_ctx, resource) => ({
-        scope: 'mcp:tools',
+        scope: 'mcp:tools mcp:admin',
         audience: resource,
         accessTokenTTL: accessTtl,
         accessTokenFormat: 'opaque',
@@ -95,6 +96,13 @@ provider.on('grant.success', (ctx) => {
 // oidc-provider has no success event for revocation: revoking a refresh token revokes its grant.
 provider.on('grant.revoked', () => console.error('grant.revoked'));
 provider.on('revocation.error', (ctx, err) => console.error(`revocation.error ${err.message}`));
+
+// Every client that makes a request, so a test can tell which clients reached this provider.
+provider.use(async (ctx, next) => {
+  await next();
+  const id = ctx.oidc?.client?.clientId ?? ctx.oidc?.params?.client_id;
+  if (id) console.error(`client ${id} ${ctx.method} ${ctx.path}`);
+});
 
 // The person who approves everything.
 provider.use(async (ctx, next) => {

@@ -124,6 +124,20 @@ pub fn rkmcp_command(home: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// `cmd` (an `rkmcp` command) run on a pseudo-terminal, as a person at a terminal runs it:
+/// `rexpect` drives it, with ANSI sequences stripped from what the test reads and `timeout` on
+/// each expectation.
+pub fn on_terminal(mut cmd: Command, timeout: std::time::Duration) -> rexpect::session::PtySession {
+    cmd.env("TERM", "xterm-256color").env("NO_COLOR", "1");
+    rexpect::session::spawn_with_options(
+        cmd,
+        rexpect::reader::Options::new()
+            .timeout_ms(Some(timeout.as_millis() as u64))
+            .strip_ansi_escape_codes(true),
+    )
+    .expect("cannot start rkmcp on a pseudo-terminal")
+}
+
 /// Writes `text` to `dir/name` and returns the path.
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);

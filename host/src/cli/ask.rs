@@ -235,6 +235,7 @@ pub(crate) fn llm_error(err: LlmError) -> anyhow::Error {
 pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
     let config = ctx.load_config()?;
     let model = model_config(ctx, &args.model)?;
+    super::sign_in_prompt::install_if_terminal();
     let mut settings = args.chat.apply(config.section::<ChatSettings>("chat")?);
     let prompt = match args.prompt {
         Some(p) => p,

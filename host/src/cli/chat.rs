@@ -70,6 +70,7 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
     let model = model_config(ctx, &args.model)?;
     let settings = args.chat.apply(config.section::<ChatSettings>("chat")?);
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    super::sign_in_prompt::install_if_terminal();
     // Approval questions need a person at a terminal; piped input gets the non-interactive policy.
     let prompter: Option<Arc<dyn Prompter>> = if terminal {
         Some(Arc::new(TerminalPrompter::new()))

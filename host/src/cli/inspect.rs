@@ -49,6 +49,7 @@ pub(super) async fn start(
     // terminal when there is one, and sampling otherwise runs only for `[sampling]
     // auto_approve` servers.
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    super::sign_in_prompt::install_if_terminal();
     let forms = terminal.then(|| {
         std::sync::Arc::new(super::elicit_form::TerminalForms)
             as std::sync::Arc<dyn crate::chat::client::FormAsker>
@@ -341,9 +342,16 @@ pub async fn tools(ctx: &Context, cmd: ToolsCommand) -> anyhow::Result<ExitCode>
             let only = name.split_once('/').map(|(s, _)| s.to_string());
             let manager = start(ctx, &config, only.as_deref()).await?;
             let result = async {
-                let (session, tool) = manager
-                    .resolve_tool(&name)
-                    .map_err(|e| UsageError(e.to_string()))?;
+                let (session, tool) = manager.resolve_tool(&name).map_err(|e| match &e {
+                    // The tool may well exist on a server that failed to start (a sign-in it
+                    // needs, a crash): a run-time failure, not a mistyped name.
+                    crate::mcp::ResolveError::Unknown { failed_servers, .. }
+                        if !failed_servers.is_empty() =>
+                    {
+                        anyhow::anyhow!("{e}")
+                    }
+                    _ => UsageError(e.to_string()).into(),
+                })?;
                 let schema = session
                     .catalog()
                     .tools

@@ -22,6 +22,7 @@ mod plugins;
 mod roots_command;
 pub mod sampling_prompt;
 mod serve;
+mod sign_in_prompt;
 mod skills;
 pub mod status;
 mod tasks;

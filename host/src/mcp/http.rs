@@ -444,6 +444,36 @@ fn needs_login(config: &ServerConfig, challenge: Option<&str>) -> ConnectError {
     }
 }
 
+/// Why a request's send failed, when it failed for want of a sign-in: a sign-in failure (the
+/// reason and the command), or the server's 401/403 that nobody could answer. `None` for every
+/// other failure.
+pub fn auth_refusal(
+    config: &ServerConfig,
+    err: &(dyn std::error::Error + 'static),
+) -> Option<String> {
+    if let Some(failure) = find_auth_failure(err) {
+        return Some(failure.to_string());
+    }
+    let http = match err.downcast_ref::<RemoteTransportError>() {
+        Some(RemoteTransportError::Http(e)) => Some(e),
+        Some(RemoteTransportError::Sse(SseError::AuthRequired { challenge, .. })) => {
+            return Some(needs_login(config, challenge.as_deref()).to_string());
+        }
+        _ => err.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+    }?;
+    match http {
+        StreamableHttpError::AuthRequired(challenge) => {
+            Some(needs_login(config, Some(&challenge.www_authenticate_header)).to_string())
+        }
+        StreamableHttpError::InsufficientScope(e) => Some(format!(
+            "the server refused access for lack of scope ({}); sign in again with it: {}",
+            super::auth::oauth::describe_challenge(&e.www_authenticate_header),
+            super::auth::login_command(config)
+        )),
+        _ => None,
+    }
+}
+
 /// The transport error inside an initialize failure.
 fn transport_error(err: &ClientInitializeError) -> Option<&(dyn std::error::Error + 'static)> {
     match err {

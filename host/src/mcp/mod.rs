@@ -30,7 +30,7 @@ pub mod url_wait;
 pub mod watchdog;
 
 pub use client_requests::{ClientRequests, NonInteractive};
-pub use manager::{ExposedTool, SessionManager, StartFailure, config_roots};
+pub use manager::{ExposedTool, ResolveError, SessionManager, StartFailure, config_roots};
 pub use roots::Roots;
 pub use session::{Catalog, ListKind, Session, SessionError, SessionEvent};
 

@@ -824,6 +824,12 @@ impl Session {
                 what,
                 message: if self.epoch.load(Ordering::SeqCst) != epoch {
                     "the server restarted while the request was in flight; try again".into()
+                } else if let rmcp::ServiceError::TransportSend(inner) = &err
+                    && let Some(refusal) =
+                        super::http::auth_refusal(&self.config, inner.error.as_ref())
+                {
+                    // The server is fine; it wants a sign-in (or more scope) nobody gave.
+                    refusal
                 } else if matches!(
                     err,
                     rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)

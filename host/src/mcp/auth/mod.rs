@@ -25,6 +25,7 @@ pub mod grants;
 pub mod headless;
 pub mod login;
 pub mod oauth;
+pub mod on_demand;
 pub mod store;
 
 /// Where tokens for the transports come from.
@@ -169,7 +170,9 @@ pub fn approve_without_a_person() {
 /// - `bearer_token_env`: the variable's value, as is;
 /// - `grant = "client_credentials"`: tokens fetched with the client's own credentials;
 /// - otherwise: the person's stored sign-in, if there is one (else requests go out without a
-///   token, and a 401 tells the user which login command to run).
+///   token); when the server asks for a sign-in, more scope or a sign-in at a new authorization
+///   server, the person at the terminal is offered one ([`on_demand`]), and without a person the
+///   error names the login command to run.
 pub async fn bearer_for(
     config: &ServerConfig,
 ) -> Result<Option<Arc<dyn BearerSource>>, AuthFailure> {
@@ -198,7 +201,7 @@ pub async fn bearer_for(
         Grant::AuthorizationCode if APPROVE_WITHOUT_A_PERSON.load(Ordering::Relaxed) => {
             Ok(Some(headless::AutoApproved::source(config)))
         }
-        Grant::AuthorizationCode => oauth::StoredSignIn::open(config).await,
+        Grant::AuthorizationCode => on_demand::SignInOnDemand::open(config).await.map(Some),
     }
 }
 

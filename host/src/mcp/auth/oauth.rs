@@ -266,14 +266,26 @@ pub struct StoredSignIn {
     manager: Mutex<AuthorizationManager>,
     /// The key the stored tokens are bound to, when they are DPoP tokens.
     dpop: Option<std::sync::Arc<DpopKey>>,
+    /// The scopes the person granted at sign-in (a step-up asks for these and the new ones).
+    granted: Vec<String>,
+}
+
+/// What the store holds for a server.
+pub enum Stored {
+    SignedIn(std::sync::Arc<StoredSignIn>),
+    /// No sign-in, or one that expired and cannot be refreshed.
+    Nothing,
+    /// The server's resource metadata now names another authorization server than the one the
+    /// stored sign-in is from; rmcp dropped the old tokens (they must never go to the new one).
+    IssuerChanged {
+        from: String,
+        to: String,
+    },
 }
 
 impl StoredSignIn {
-    /// The sign-in stored for this server, ready to hand out (and refresh) tokens; `None` when
-    /// there is none.
-    pub async fn open(
-        config: &ServerConfig,
-    ) -> Result<Option<std::sync::Arc<dyn BearerSource>>, AuthFailure> {
+    /// The sign-in stored for this server, ready to hand out (and refresh) tokens.
+    pub async fn open(config: &ServerConfig) -> Result<Stored, AuthFailure> {
         let auth = config.auth.clone().unwrap_or_default();
         let store = TokenStore::open_default()
             .await
@@ -286,10 +298,10 @@ impl StoredSignIn {
             .await
             .map_err(|e| AuthFailure::new(&config.name, Step::Store, e.to_string()))?;
         let Some(entry) = entry else {
-            return Ok(None);
+            return Ok(Stored::Nothing);
         };
         let Some(tokens) = &entry.credentials.token_response else {
-            return Ok(None);
+            return Ok(Stored::Nothing);
         };
         let dpop = match &entry.dpop_key {
             Some(pem) if super::dpop::is_dpop_token_type(tokens.token_type().as_ref()) => Some(
@@ -319,16 +331,58 @@ impl StoredSignIn {
             .await
             .map_err(|e| explain(&config.name, Step::Discovery, config.url.as_deref(), e))?;
         if !usable {
-            return Ok(None);
+            // The store had tokens, so rmcp found the issuer changed and dropped them.
+            let current = manager
+                .resolve_metadata()
+                .await
+                .ok()
+                .and_then(|r| r.metadata.issuer);
+            return Ok(match (entry.credentials.issuer.clone(), current) {
+                (Some(from), Some(to)) if from != to => Stored::IssuerChanged { from, to },
+                _ => Stored::Nothing,
+            });
         }
         configure_confidential(&mut manager, &auth, entry.client_id(), &config.name)?;
-        Ok(Some(std::sync::Arc::new(StoredSignIn {
+        Ok(Stored::SignedIn(std::sync::Arc::new(StoredSignIn {
             server: config.name.clone(),
             login: login_command(config),
             manager: Mutex::new(manager),
             dpop,
+            granted: entry.credentials.granted_scopes.clone(),
         })))
     }
+
+    /// The scopes granted at sign-in.
+    pub fn granted_scopes(&self) -> &[String] {
+        &self.granted
+    }
+}
+
+/// The scopes a step-up asks for: those granted and those the challenge requires, each once,
+/// in that order.
+pub fn step_up_scopes(granted: &[String], challenge: &str) -> Vec<String> {
+    let mut scopes: Vec<String> = Vec::new();
+    for scope in granted
+        .iter()
+        .map(String::as_str)
+        .chain(challenge_scopes(challenge).iter().map(String::as_str))
+    {
+        if !scopes.iter().any(|s| s == scope) {
+            scopes.push(scope.to_string());
+        }
+    }
+    scopes
+}
+
+/// The `scope` of a `WWW-Authenticate` challenge, split.
+pub fn challenge_scopes(challenge: &str) -> Vec<String> {
+    let base = url::Url::parse("http://localhost/").expect("static URL");
+    WWWAuthenticateParams::parse(challenge, &base)
+        .scope
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect()
 }
 
 /// A pre-registered confidential client needs its secret for refreshes too.
@@ -393,26 +447,37 @@ impl BearerSource for StoredSignIn {
         challenge: &'a str,
     ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
         Box::pin(async move {
-            let base = url::Url::parse("http://localhost/").expect("static URL");
-            let scope = WWWAuthenticateParams::parse(challenge, &base)
-                .scope
-                .unwrap_or_default();
-            let scope_flags: String = scope
-                .split_whitespace()
-                .map(|s| format!(" --scope {s}"))
-                .collect();
-            Err(AuthFailure::new(
+            Err(more_scope_failure(
                 &self.server,
-                Step::Authorization,
-                format!(
-                    "the server needs more access than you granted ({})",
-                    describe_challenge(challenge)
-                ),
-            )
-            .next(format!(
-                "sign in again with that scope: {}{scope_flags}",
-                self.login
-            )))
+                &self.login,
+                &self.granted,
+                challenge,
+            ))
         })
     }
+}
+
+/// The server wants more scope and nobody can sign in here: the command that asks for the
+/// granted scopes and the new ones together (asking for only the new ones would lose the old).
+pub fn more_scope_failure(
+    server: &str,
+    login: &str,
+    granted: &[String],
+    challenge: &str,
+) -> AuthFailure {
+    let scope_flags: String = step_up_scopes(granted, challenge)
+        .iter()
+        .map(|s| format!(" --scope {s}"))
+        .collect();
+    AuthFailure::new(
+        server,
+        Step::Authorization,
+        format!(
+            "the server needs more access than you granted ({})",
+            describe_challenge(challenge)
+        ),
+    )
+    .next(format!(
+        "sign in again with that scope: {login}{scope_flags}"
+    ))
 }

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# beside-tests
+# (Runs beside the test run, last of those checks: the tests leave a third of the two cores idle,
+# and by the time it starts `cargo test` has long finished compiling, so the two never wait on
+# each other's target-directory lock.)
 # rkmcp must build for aarch64-unknown-linux-gnu (Rockchip RK3588/RK3576 boards run RKLLM there).
 # The llama.cpp backend is left out of the cross build (feature `llama` off): the board uses the
 # NPU, and cross-building llama.cpp needs a C++ cross toolchain and doubles the build time.
@@ -18,21 +22,21 @@ start=$(date +%s)
 # already used 40 of CI's 90 minutes, type-check for aarch64 instead, and say so.
 elapsed=$(( start - ${RKMCP_TEST_STARTED:-$start} ))
 if [ "$elapsed" -gt 2400 ]; then
-  echo "60-aarch64: ${elapsed} s used so far; running cargo check (not a full build) for $target" >&2
+  echo "80-aarch64: ${elapsed} s used so far; running cargo check (not a full build) for $target" >&2
   cargo check --release --target "$target" -p rkmcp --no-default-features
   built=$(date +%s)
-  echo "60-aarch64: cross check of rkmcp took $((built - start)) s" >&2
+  echo "80-aarch64: cross check of rkmcp took $((built - start)) s" >&2
 else
   cargo build --release --target "$target" -p rkmcp --no-default-features
   built=$(date +%s)
-  echo "60-aarch64: cross build of rkmcp took $((built - start)) s" >&2
+  echo "80-aarch64: cross build of rkmcp took $((built - start)) s" >&2
   file "${CARGO_TARGET_DIR:-target}/$target/release/rkmcp" 2>/dev/null | grep -q "ARM aarch64" \
-    || { echo "60-aarch64: the rkmcp binary is not an aarch64 executable" >&2; exit 1; }
+    || { echo "80-aarch64: the rkmcp binary is not an aarch64 executable" >&2; exit 1; }
 fi
 if command -v qemu-aarch64 >/dev/null 2>&1; then
   export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
   cargo test --release --target "$target" -p rkmcp-llm --no-default-features --test rkllm_ffi
-  echo "60-aarch64: RKLLM FFI tests under qemu took $(( $(date +%s) - built )) s" >&2
+  echo "80-aarch64: RKLLM FFI tests under qemu took $(( $(date +%s) - built )) s" >&2
 else
-  echo "60-aarch64: qemu-aarch64 not installed; skipping the emulated FFI tests" >&2
+  echo "80-aarch64: qemu-aarch64 not installed; skipping the emulated FFI tests" >&2
 fi
