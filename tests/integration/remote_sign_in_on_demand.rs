@@ -187,7 +187,10 @@ fn a_missing_sign_in_and_a_step_up_are_offered_at_the_terminal() {
     assert!(rest.contains("rkmcp auth login secure"), "{rest}");
     // (inquire redraws its prompt line as it is answered; a second question would show the
     // reason again.)
-    assert!(!rest.contains("needs you to sign in."), "asked twice: {rest}");
+    assert!(
+        !rest.contains("needs you to sign in."),
+        "asked twice: {rest}"
+    );
     assert!(matches!(p.process().wait(), Ok(WaitStatus::Exited(_, 1))));
 }
 
