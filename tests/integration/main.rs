@@ -14,6 +14,7 @@ mod remote;
 mod remote_sign_in_on_demand;
 // rkmcp as an MCP server: the gateway with real clients in front and real servers behind.
 mod serve;
+mod serve_limits;
 // Server health and restart, elicitation forms, sampling on the local model.
 mod elicitation;
 mod health;

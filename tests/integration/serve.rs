@@ -31,7 +31,7 @@ fn text_of(result: &CallToolResult) -> String {
 
 /// server-everything and mcp-server-time behind the gateway, with a deny rule and auto_approve
 /// rules; `extra` is appended (more tables).
-fn two_servers(home: &Path, extra: &str) -> String {
+pub(crate) fn two_servers(home: &Path, extra: &str) -> String {
     let (node, mut args) = everything_cmd();
     args.push("stdio".into());
     let toml = format!(
@@ -548,10 +548,10 @@ fn each_client_gets_the_servers_logs_at_the_level_it_asked_for() {
 }
 
 /// `rkmcp serve --http 127.0.0.1:PORT` running; killed on drop.
-struct HttpGateway {
+pub(crate) struct HttpGateway {
     child: Child,
     url: String,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for HttpGateway {
@@ -561,7 +561,7 @@ impl Drop for HttpGateway {
     }
 }
 
-fn http_gateway(home: &Path, config: &str, envs: &[(&str, &str)]) -> HttpGateway {
+pub(crate) fn http_gateway(home: &Path, config: &str, envs: &[(&str, &str)]) -> HttpGateway {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut cmd = rkmcp_command(
@@ -601,7 +601,7 @@ fn http_gateway(home: &Path, config: &str, envs: &[(&str, &str)]) -> HttpGateway
 
 /// One raw HTTP/1.1 POST of an `initialize` with extra headers; returns the status code and the
 /// response head.
-fn raw_initialize(port: u16, headers: &[(&str, &str)]) -> (u16, String) {
+pub(crate) fn raw_initialize(port: u16, headers: &[(&str, &str)]) -> (u16, String) {
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
@@ -722,7 +722,7 @@ fn http_with_a_bearer_token_refuses_requests_without_it() {
 }
 
 /// One raw HTTP/1.1 request; returns the status, the head and the body.
-fn raw_http(
+pub(crate) fn raw_http(
     port: u16,
     request_line: &str,
     headers: &[(&str, &str)],

@@ -74,6 +74,7 @@ pub async fn run(ctx: &Context, args: ServeArgs) -> anyhow::Result<ExitCode> {
         settings.local_model = false;
     }
     let token = settings.auth.bearer_token().map_err(UsageError)?;
+    settings.limits.check().map_err(UsageError)?;
     let addr = match &settings.http {
         Some(spec) => Some(
             crate::serve::http::listen_address(spec, settings.auth.required())

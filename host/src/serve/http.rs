@@ -11,7 +11,9 @@
 //!   Metadata, which is served at `/.well-known/oauth-protected-resource` (and that path plus
 //!   the resource's own path) without authentication;
 //! - listening on anything but loopback needs one of those: the gateway runs tools on this
-//!   machine.
+//!   machine;
+//! - and [`super::limits`]: connections, sessions per client and in all, slow headers and
+//!   bodies, bodies that are not JSON.
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::limits::{Limits, SessionAdmission, SessionLedger, admit_session};
 use super::resource_server::{Judgement, ResourceServer};
 use super::{Gateway, ServeSettings};
 
@@ -126,6 +129,109 @@ fn refused(status: StatusCode, challenge: &str, error: &str, description: &str) 
             .insert(hyper::header::WWW_AUTHENTICATE, value);
     }
     response
+}
+
+/// A JSON-RPC error for a request refused before it reached MCP (its id is not known yet).
+fn jsonrpc_refusal(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    json_response(
+        status,
+        &serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": code, "message": message},
+        }),
+    )
+}
+
+/// JSON-RPC's "server error" range: the request was fine, the gateway will not take it now.
+const SERVER_BUSY: i64 = -32000;
+/// JSON-RPC's parse error.
+const PARSE_ERROR: i64 = -32700;
+
+/// The answer on a connection beyond `max_connections`.
+fn too_many_connections() -> Response<Body> {
+    let mut response = jsonrpc_refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        SERVER_BUSY,
+        "rkmcp serve has too many open connections ([serve.limits] max_connections); try again shortly",
+    );
+    response.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("1"),
+    );
+    response
+}
+
+/// The request with its body read (within the body timeout and rmcp's size limit) and, for a
+/// JSON POST, checked to be JSON; or the answer that refuses it.
+async fn read_body(
+    request: Request<Incoming>,
+    limits: &Limits,
+    max_bytes: usize,
+) -> Result<(Request<Full<Bytes>>, Option<String>), Response<Body>> {
+    let (parts, body) = request.into_parts();
+    let collected = tokio::time::timeout(
+        limits.body_timeout,
+        http_body_util::Limited::new(body, max_bytes).collect(),
+    )
+    .await;
+    let bytes = match collected {
+        Err(_) => {
+            return Err(jsonrpc_refusal(
+                StatusCode::REQUEST_TIMEOUT,
+                PARSE_ERROR,
+                &format!(
+                    "the request body did not arrive within {} ([serve.limits] body_timeout)",
+                    humantime::format_duration(limits.body_timeout)
+                ),
+            ));
+        }
+        Ok(Err(err))
+            if err
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return Err(jsonrpc_refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                PARSE_ERROR,
+                &format!("the request body is larger than {max_bytes} bytes"),
+            ));
+        }
+        Ok(Err(err)) => {
+            return Err(jsonrpc_refusal(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                &format!("the request body could not be read: {err}"),
+            ));
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    let json_post = parts.method == hyper::Method::POST
+        && parts
+            .headers
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
+    let mut method = None;
+    if json_post {
+        // Syntax and depth (serde_json stops at 128 levels) without building the value.
+        if let Err(err) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+            return Err(jsonrpc_refusal(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                &format!("the request body is not JSON: {err}"),
+            ));
+        }
+        #[derive(serde::Deserialize)]
+        struct Method {
+            method: Option<String>,
+        }
+        method = serde_json::from_slice::<Method>(&bytes)
+            .ok()
+            .and_then(|m| m.method);
+    }
+    Ok((Request::from_parts(parts, Full::new(bytes)), method))
 }
 
 fn unauthorized() -> Response<Body> {
@@ -260,11 +366,14 @@ pub async fn bind(
         }
         (None, None) => Access::Open,
     };
-    let service = StreamableHttpService::new(
-        move || Ok(gateway.connection()),
-        Arc::new(LocalSessionManager::default()),
-        server_config(settings, cancel.clone()),
-    );
+    let limits = Arc::new(settings.limits.clone());
+    let sessions = Arc::new(LocalSessionManager::default());
+    let config = server_config(settings, cancel.clone());
+    let max_body = config.max_request_body_bytes;
+    let service =
+        StreamableHttpService::new(move || Ok(gateway.connection()), sessions.clone(), config);
+    let ledger = Arc::new(SessionLedger::default());
+    let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let serving = async move {
         loop {
             let (stream, peer) = tokio::select! {
@@ -279,24 +388,81 @@ pub async fn bind(
                     }
                 },
             };
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_timeout);
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let Ok(permit) = connections.clone().try_acquire_owned() else {
+                tracing::info!(%peer, "refused a connection: [serve.limits] max_connections reached");
+                let busy = hyper::service::service_fn(|_: Request<Incoming>| async {
+                    Ok::<_, Infallible>(too_many_connections())
+                });
+                http.keep_alive(false);
+                tokio::spawn(async move {
+                    let _ = http.serve_connection(io, busy).await;
+                });
+                continue;
+            };
             let service = service.clone();
             let access = access.clone();
+            let limits = limits.clone();
+            let sessions = sessions.clone();
+            let ledger = ledger.clone();
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let service = service.clone();
                 let access = access.clone();
+                let limits = limits.clone();
+                let sessions = sessions.clone();
+                let ledger = ledger.clone();
                 async move {
                     if let Some(stop) = gatekeeper(&access, &request).await {
                         return Ok::<_, Infallible>(stop);
                     }
-                    Ok(service.handle(request).await)
+                    let (request, method) = match read_body(request, &limits, max_body).await {
+                        Ok(read) => read,
+                        Err(refusal) => return Ok(refusal),
+                    };
+                    // `initialize` without a session opens one (2025-11-25 sessions).
+                    let opens_session = method.as_deref() == Some("initialize")
+                        && !request.headers().contains_key("mcp-session-id");
+                    if opens_session {
+                        let live = sessions.sessions.read().await;
+                        let of_client = ledger.count(peer.ip(), |id| live.contains_key(id));
+                        let refusal = match admit_session(&limits, of_client, live.len()) {
+                            SessionAdmission::Admitted => None,
+                            SessionAdmission::TooManyForClient => Some(jsonrpc_refusal(
+                                StatusCode::TOO_MANY_REQUESTS,
+                                SERVER_BUSY,
+                                &format!(
+                                    "this client has {of_client} sessions open, the most rkmcp serve allows one client ([serve.limits] max_sessions_per_client); close one (HTTP DELETE) or let it idle out"
+                                ),
+                            )),
+                            SessionAdmission::TooManyInAll => Some(jsonrpc_refusal(
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                SERVER_BUSY,
+                                "rkmcp serve has as many sessions open as it allows ([serve.limits] max_sessions); try again later",
+                            )),
+                        };
+                        drop(live);
+                        if let Some(refusal) = refusal {
+                            return Ok(refusal);
+                        }
+                    }
+                    let response = service.handle(request).await;
+                    if opens_session
+                        && let Some(id) = response
+                            .headers()
+                            .get("mcp-session-id")
+                            .and_then(|v| v.to_str().ok())
+                    {
+                        ledger.record(peer.ip(), id.to_string());
+                    }
+                    Ok(response)
                 }
             });
             tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(stream);
-                if let Err(err) = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, handler)
-                    .await
-                {
+                let _permit = permit;
+                if let Err(err) = http.serve_connection(io, handler).await {
                     tracing::debug!(%peer, "HTTP connection ended: {err}");
                 }
             });

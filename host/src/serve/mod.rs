@@ -37,6 +37,7 @@ pub mod downstream;
 pub mod gateway;
 pub mod http;
 pub mod instrumentation;
+pub mod limits;
 pub mod local_model;
 pub mod log_floor;
 pub mod namespace;
@@ -71,6 +72,8 @@ pub struct ServeSettings {
     pub local_model_wait: f64,
     pub page_size: usize,
     pub auth: AuthSettings,
+    /// `[serve.limits]`: connections, sessions, timeouts (see [`limits`]).
+    pub limits: limits::Limits,
 }
 
 impl Default for ServeSettings {
@@ -84,6 +87,7 @@ impl Default for ServeSettings {
             local_model_wait: 60.0,
             page_size: 100,
             auth: AuthSettings::default(),
+            limits: limits::Limits::default(),
         }
     }
 }
