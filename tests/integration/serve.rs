@@ -764,16 +764,35 @@ fn port_of(url: &str) -> u16 {
 
 /// A client-credentials access token of the provider for `resource` (RFC 8707).
 fn provider_token(provider: &str, resource: &str) -> String {
-    let body = format!(
-        "grant_type=client_credentials&client_id=rkmcp-machine-post&client_secret=machine-post-secret&scope=mcp%3Atools&resource={}",
-        resource.replace(':', "%3A").replace('/', "%2F")
-    );
-    let (status, head, body) = raw_http(
-        port_of(provider),
-        "POST /token",
-        &[("Content-Type", "application/x-www-form-urlencoded")],
-        &body,
-    );
+    token_of_client(provider, resource, Machine::Post)
+}
+
+/// The provider's two machine clients (tests/servers/oidc_provider.mjs).
+#[derive(Clone, Copy)]
+enum Machine {
+    Post,
+    Basic,
+}
+
+/// A client-credentials access token of one of the provider's machine clients for `resource`.
+fn token_of_client(provider: &str, resource: &str, client: Machine) -> String {
+    let resource = resource.replace(':', "%3A").replace('/', "%2F");
+    let (body, auth) = match client {
+        Machine::Post => (
+            format!(
+                "grant_type=client_credentials&client_id=rkmcp-machine-post&client_secret=machine-post-secret&scope=mcp%3Atools&resource={resource}"
+            ),
+            None,
+        ),
+        Machine::Basic => (
+            format!("grant_type=client_credentials&scope=mcp%3Atools&resource={resource}"),
+            // rkmcp-machine-basic:machine-basic-secret
+            Some("Basic cmttY3AtbWFjaGluZS1iYXNpYzptYWNoaW5lLWJhc2ljLXNlY3JldA=="),
+        ),
+    };
+    let mut headers = vec![("Content-Type", "application/x-www-form-urlencoded")];
+    headers.extend(auth.map(|a| ("Authorization", a)));
+    let (status, head, body) = raw_http(port_of(provider), "POST /token", &headers, &body);
     assert_eq!(status, 200, "{head}\n{body}");
     let v: Value = serde_json::from_str(body.trim()).expect("a token response");
     v["access_token"]
@@ -839,6 +858,38 @@ fn an_oauth_gateway_takes_only_its_issuers_tokens_issued_for_it() {
     let mine = provider_token(&provider.url, &gw.url);
     let (status, head) = raw_initialize(gw.port, &[("Authorization", &format!("Bearer {mine}"))]);
     assert_eq!(status, 200, "{head}");
+
+    // The session is bound to the client whose token opened it: another client of the same
+    // provider, with a good token of its own, is answered as for an unknown session.
+    let session = crate::serve_limits::session_id(&head);
+    let in_session = |token: &str, body: &str| {
+        raw_http(
+            gw.port,
+            "POST /mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Authorization", &format!("Bearer {token}")),
+            ],
+            body,
+        )
+    };
+    let (status, head, _) = in_session(
+        &mine,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(status, 202, "{head}");
+    let theirs = token_of_client(&provider.url, &gw.url, Machine::Basic);
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let (status, head, body) = in_session(&theirs, ping);
+    assert_eq!(
+        status, 404,
+        "another client used the session: {head}\n{body}"
+    );
+    let (status, head, body) = in_session(&mine, ping);
+    assert_eq!(status, 200, "{head}\n{body}");
 
     // rkmcp as the gateway's client finds the provider through the metadata, signs in with the
     // client credentials grant and calls a tool behind the gateway.

@@ -1,7 +1,9 @@
 //! `rkmcp serve --http` against clients that hold too much or send too slowly (`[serve.limits]`,
 //! set low here so the test is quick): a body nested 200,000 deep is a `400` JSON-RPC parse
 //! error, a client at its session limit gets `429`, a client trickling its headers is cut off,
-//! and a connection beyond the limit gets `503` — while well-behaved requests keep working.
+//! a connection beyond the limit gets `503`, a client with as many requests in flight as it may
+//! have gets `429`, and each wrong token waits longer — while well-behaved requests keep working.
+//! (Sessions bound to the client that opened them: `serve::an_oauth_gateway_…`.)
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -91,4 +93,129 @@ fn hostile_clients_meet_the_limits_and_others_are_served() {
     );
     assert_ne!(status, 503, "{head}");
     assert_ne!(status, 0, "no answer: {head}");
+}
+
+/// The `mcp-session-id` of a response head.
+pub(crate) fn session_id(head: &str) -> String {
+    head.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session id in {head}"))
+}
+
+/// A JSON-RPC message posted in session `session`; returns the status, head and body.
+fn post_in_session(
+    port: u16,
+    session: &str,
+    extra: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    headers.extend_from_slice(extra);
+    raw_http(port, "POST /mcp", &headers, body)
+}
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+#[test]
+fn requests_in_flight_are_limited_per_client() {
+    let home = tempfile::tempdir().unwrap();
+    let (node, mut args) = rkmcp_tests::everything_cmd();
+    args.push("stdio".into());
+    let config = rkmcp_tests::write(
+        home.path(),
+        "rkmcp.toml",
+        &format!(
+            "{}\n[chat.approval]\nauto_approve = [\"everything/*\"]\n[serve.limits]\nmax_requests_per_client = 2\n",
+            rkmcp_tests::stdio_entry("everything", &node, &args, "")
+        ),
+    )
+    .display()
+    .to_string();
+    let gw = http_gateway(home.path(), &config, &[]);
+    let (status, head) = raw_initialize(gw.port, &[]);
+    assert_eq!(status, 200, "{head}");
+    let session = session_id(&head);
+    let (status, head, _) = post_in_session(gw.port, &session, &[], INITIALIZED);
+    assert_eq!(status, 202, "{head}");
+
+    let slow_call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"everything__trigger-long-running-operation","arguments":{{"duration":4,"steps":2}}}}}}"#
+        )
+    };
+    // Two slow calls in flight (their SSE answers stay open until the operation ends).
+    let port = gw.port;
+    let running: Vec<_> = (1..=2)
+        .map(|id| {
+            let session = session.clone();
+            let body = slow_call(id);
+            std::thread::spawn(move || post_in_session(port, &session, &[], &body))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (status, head, body) = post_in_session(gw.port, &session, &[], &slow_call(3));
+    assert_eq!(status, 429, "{head}\n{body}");
+    assert!(body.contains("max_requests_per_client"), "{body}");
+    for call in running {
+        let (status, head, body) = call.join().unwrap();
+        assert_eq!(status, 200, "{head}\n{body}");
+        assert!(body.contains("Long running operation completed"), "{body}");
+    }
+    // Their places are given back once their streams end.
+    let (status, head, body) = post_in_session(
+        gw.port,
+        &session,
+        &[],
+        r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+    );
+    assert_eq!(status, 200, "{head}\n{body}");
+}
+
+#[test]
+fn wrong_tokens_wait_longer_each_time_and_the_right_one_does_not() {
+    let home = tempfile::tempdir().unwrap();
+    let config = two_servers(
+        home.path(),
+        "\n[serve.auth]\nbearer_token_env = \"RKMCP_TEST_SERVE_TOKEN\"\n",
+    );
+    let gw = http_gateway(
+        home.path(),
+        &config,
+        &[("RKMCP_TEST_SERVE_TOKEN", "s3cret-token")],
+    );
+    // 250 ms, 500 ms, 1 s, 2 s: the fourth guess alone waits at least 2 s.
+    for _ in 0..3 {
+        let (status, head) = raw_initialize(gw.port, &[("Authorization", "Bearer guess")]);
+        assert_eq!(status, 401, "{head}");
+    }
+    let started = Instant::now();
+    let (status, head) = raw_initialize(gw.port, &[("Authorization", "Bearer guess")]);
+    assert_eq!(status, 401, "{head}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(1900),
+        "the fourth wrong token was answered after {:?}",
+        started.elapsed()
+    );
+    let (status, head) = raw_initialize(gw.port, &[("Authorization", "Bearer s3cret-token")]);
+    assert_eq!(status, 200, "{head}");
+    // A success starts the count afresh: the next wrong token waits the first delay again.
+    let started = Instant::now();
+    let (status, _) = raw_initialize(gw.port, &[("Authorization", "Bearer guess")]);
+    assert_eq!(status, 401);
+    let first_again = started.elapsed();
+    // Without the reset this fifth wrong token would wait 4 s.
+    assert!(
+        first_again >= Duration::from_millis(200) && first_again < Duration::from_secs(3),
+        "{first_again:?}"
+    );
 }

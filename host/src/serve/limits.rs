@@ -10,13 +10,22 @@
 //!   answers `415` for any undecodable body, which says the media type was wrong);
 //! - sessions: at most `max_sessions_per_client` per client address and `max_sessions` in all
 //!   (`429` / `503`, with a JSON-RPC error). Sessions end when a client deletes them or after
-//!   rmcp's five minutes idle, which frees their place.
+//!   rmcp's five minutes idle, which frees their place. A session is bound to the client that
+//!   opened it (the token's subject and client): another client's requests naming its id are
+//!   answered as for an unknown session;
+//! - requests in flight: at most `max_requests_per_client` POSTs of one client address at a time,
+//!   an SSE answer counting until its stream ends (`429`);
+//! - a wrong token costs time: each failed attempt from an address doubles the wait before its
+//!   `401` (from 250 ms up to 8 s), forgotten after a success or ten quiet minutes.
 //!
-//! The decisions are pure functions of counts ([`admit_session`]); the enforcement in
-//! [`super::http`] only counts and answers.
+//! The decisions are pure functions of counts ([`admit_session`], [`failure_delay`]); the
+//! enforcement in [`super::front_door`] only counts and answers.
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::resource_server::Principal;
 
 use serde::{Deserialize, Deserializer};
 
@@ -27,6 +36,7 @@ pub struct Limits {
     pub max_connections: usize,
     pub max_sessions: usize,
     pub max_sessions_per_client: usize,
+    pub max_requests_per_client: usize,
     #[serde(deserialize_with = "duration")]
     pub header_timeout: Duration,
     #[serde(deserialize_with = "duration")]
@@ -39,6 +49,7 @@ impl Default for Limits {
             max_connections: 512,
             max_sessions: 1000,
             max_sessions_per_client: 64,
+            max_requests_per_client: 64,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
         }
@@ -52,6 +63,7 @@ impl Limits {
             ("max_connections", self.max_connections),
             ("max_sessions", self.max_sessions),
             ("max_sessions_per_client", self.max_sessions_per_client),
+            ("max_requests_per_client", self.max_requests_per_client),
         ] {
             if value == 0 {
                 return Err(format!(
@@ -109,34 +121,140 @@ pub fn admit_session(limits: &Limits, of_client: usize, in_all: usize) -> Sessio
     }
 }
 
-/// The sessions each client address opened, pruned against the sessions that still live.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Who opened a session: the client's address (for the per-client limit) and, when clients
+/// authenticate, the principal its token spoke for.
+struct Opener {
+    address: IpAddr,
+    principal: Option<Principal>,
+}
+
+/// The sessions clients opened, pruned against the sessions that still live.
 #[derive(Default)]
 pub struct SessionLedger {
-    by_client: std::sync::Mutex<HashMap<IpAddr, Vec<String>>>,
+    sessions: Mutex<HashMap<String, Opener>>,
 }
 
 impl SessionLedger {
     /// How many live sessions `client` holds, forgetting the ones `live` says have ended.
     pub fn count(&self, client: IpAddr, live: impl Fn(&str) -> bool) -> usize {
-        let mut by_client = self.by_client.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(ids) = by_client.get_mut(&client) else {
-            return 0;
-        };
-        ids.retain(|id| live(id));
-        let n = ids.len();
-        if n == 0 {
-            by_client.remove(&client);
-        }
-        n
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|id, _| live(id));
+        sessions.values().filter(|o| o.address == client).count()
     }
 
-    pub fn record(&self, client: IpAddr, session: String) {
-        self.by_client
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(client)
-            .or_default()
-            .push(session);
+    pub fn record(&self, client: IpAddr, principal: Option<Principal>, session: String) {
+        lock(&self.sessions).insert(
+            session,
+            Opener {
+                address: client,
+                principal,
+            },
+        );
+    }
+
+    /// Whether `principal` may use `session`: only the one that opened it. Sessions the ledger
+    /// does not know are left to rmcp (which answers 404 for an unknown id).
+    pub fn may_use(&self, session: &str, principal: Option<&Principal>) -> bool {
+        lock(&self.sessions)
+            .get(session)
+            .is_none_or(|opener| opener.principal.as_ref() == principal)
+    }
+}
+
+/// Requests in flight per client address.
+#[derive(Default, Clone)]
+pub struct InFlight {
+    by_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+/// One request in flight; dropping it ends it.
+pub struct InFlightRequest {
+    by_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    client: IpAddr,
+}
+
+impl InFlight {
+    /// A place for one more request of `client`, or `None` when it has `max` in flight.
+    pub fn enter(&self, client: IpAddr, max: usize) -> Option<InFlightRequest> {
+        let mut by_client = lock(&self.by_client);
+        let n = by_client.entry(client).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(InFlightRequest {
+            by_client: self.by_client.clone(),
+            client,
+        })
+    }
+
+    pub fn of(&self, client: IpAddr) -> usize {
+        lock(&self.by_client).get(&client).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for InFlightRequest {
+    fn drop(&mut self) {
+        let mut by_client = lock(&self.by_client);
+        if let Some(n) = by_client.get_mut(&self.client) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                by_client.remove(&self.client);
+            }
+        }
+    }
+}
+
+/// How long the answer to the `failures`-th failed attempt in a row waits: nothing for none,
+/// then 250 ms doubling up to 8 s. Guessing a token stays slow; a client that mistyped it once
+/// hardly notices.
+pub fn failure_delay(failures: u32) -> Duration {
+    match failures {
+        0 => Duration::ZERO,
+        n => Duration::from_millis(250u64 << (n - 1).min(5)),
+    }
+}
+
+/// Failed authentications per client address.
+#[derive(Default)]
+pub struct FailedAttempts {
+    by_client: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+}
+
+/// After this long without a failure an address starts afresh.
+const FAILURES_FORGOTTEN: Duration = Duration::from_secs(600);
+/// Addresses remembered at most (a spread-out attack cannot grow the table without bound).
+const FAILURES_REMEMBERED: usize = 4096;
+
+impl FailedAttempts {
+    /// Counts a failure of `client`; returns how long to wait before answering it.
+    pub fn failed(&self, client: IpAddr) -> Duration {
+        let now = Instant::now();
+        let mut by_client = lock(&self.by_client);
+        if by_client.len() >= FAILURES_REMEMBERED {
+            by_client.retain(|_, (_, last)| now.duration_since(*last) < FAILURES_FORGOTTEN);
+            if by_client.len() >= FAILURES_REMEMBERED {
+                by_client.clear();
+            }
+        }
+        let entry = by_client.entry(client).or_insert((0, now));
+        if now.duration_since(entry.1) >= FAILURES_FORGOTTEN {
+            entry.0 = 0;
+        }
+        entry.0 = entry.0.saturating_add(1);
+        entry.1 = now;
+        failure_delay(entry.0)
+    }
+
+    pub fn succeeded(&self, client: IpAddr) {
+        let mut by_client = lock(&self.by_client);
+        if !by_client.is_empty() {
+            by_client.remove(&client);
+        }
     }
 }
 
@@ -167,8 +285,8 @@ mod tests {
     fn ended_sessions_free_their_place() {
         let ledger = SessionLedger::default();
         let client: IpAddr = "127.0.0.1".parse().unwrap();
-        ledger.record(client, "a".into());
-        ledger.record(client, "b".into());
+        ledger.record(client, None, "a".into());
+        ledger.record(client, None, "b".into());
         assert_eq!(ledger.count(client, |_| true), 2);
         assert_eq!(ledger.count(client, |id| id == "b"), 1);
         assert_eq!(ledger.count(client, |_| false), 0);
@@ -193,5 +311,56 @@ mod tests {
         assert!(zero.check().unwrap_err().contains("max_connections"));
         let err = toml::from_str::<Limits>("header_timeout = \"soon\"").unwrap_err();
         assert!(err.to_string().contains("not a duration"), "{err}");
+    }
+
+    #[test]
+    fn a_session_serves_only_the_principal_that_opened_it() {
+        let ledger = SessionLedger::default();
+        let client: IpAddr = "127.0.0.1".parse().unwrap();
+        let alice = Principal::shared_token();
+        ledger.record(client, Some(alice.clone()), "s1".into());
+        ledger.record(client, None, "open".into());
+        assert!(ledger.may_use("s1", Some(&alice)));
+        assert!(!ledger.may_use("s1", None));
+        assert!(ledger.may_use("open", None));
+        assert!(!ledger.may_use("open", Some(&alice)));
+        // Unknown ids are rmcp's to refuse.
+        assert!(ledger.may_use("never-opened", None));
+    }
+
+    #[test]
+    fn requests_in_flight_are_counted_per_client_until_dropped() {
+        let in_flight = InFlight::default();
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let first = in_flight.enter(a, 2).unwrap();
+        let second = in_flight.enter(a, 2).unwrap();
+        assert!(in_flight.enter(a, 2).is_none());
+        assert!(
+            in_flight.enter(b, 2).is_some(),
+            "another client is not held back"
+        );
+        drop(first);
+        assert_eq!(in_flight.of(a), 1);
+        assert!(in_flight.enter(a, 2).is_some());
+        drop(second);
+        assert_eq!(in_flight.of(b), 0);
+    }
+
+    #[test]
+    fn failed_attempts_double_the_wait_up_to_a_bound_and_a_success_resets_it() {
+        assert_eq!(failure_delay(0), Duration::ZERO);
+        assert_eq!(failure_delay(1), Duration::from_millis(250));
+        assert_eq!(failure_delay(2), Duration::from_millis(500));
+        assert_eq!(failure_delay(6), Duration::from_secs(8));
+        assert_eq!(failure_delay(60), Duration::from_secs(8));
+        let failures = FailedAttempts::default();
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        assert_eq!(failures.failed(a), Duration::from_millis(250));
+        assert_eq!(failures.failed(a), Duration::from_millis(500));
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        assert_eq!(failures.failed(b), Duration::from_millis(250));
+        failures.succeeded(a);
+        assert_eq!(failures.failed(a), Duration::from_millis(250));
     }
 }

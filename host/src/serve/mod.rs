@@ -34,6 +34,7 @@
 //! annotations); a call that needs a person is asked of the connected client through
 //! elicitation when it supports forms, and denied with the reason otherwise.
 pub mod downstream;
+pub mod front_door;
 pub mod gateway;
 pub mod http;
 pub mod instrumentation;

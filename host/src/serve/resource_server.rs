@@ -34,7 +34,8 @@ const CACHE_ENTRIES: usize = 1024;
 /// What the gateway makes of a presented token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Judgement {
-    Accepted,
+    /// The token is good; the client it was issued to (its sessions are bound to it).
+    Accepted(Principal),
     /// 401 `invalid_token`: why.
     Invalid(String),
     /// 403 `insufficient_scope`: the scopes missing.
@@ -108,7 +109,31 @@ pub fn judge(
     if !missing.is_empty() {
         return Judgement::InsufficientScope(missing);
     }
-    Judgement::Accepted
+    Judgement::Accepted(Principal::of(claims))
+}
+
+/// Who a token speaks for: its subject and the client it was issued to. A session opened with
+/// one principal's token is not served to another's, so a leaked session id is no use without
+/// the token of the client that opened it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Principal(String);
+
+impl Principal {
+    /// The one principal of a shared bearer token (`[serve.auth] bearer_token_env`).
+    pub fn shared_token() -> Self {
+        Principal("bearer token".into())
+    }
+
+    /// `sub` and `client_id` (or `azp`, where OpenID providers put it); either may be missing,
+    /// as in a client-credentials token without a subject.
+    fn of(claims: &Value) -> Self {
+        let field = |k: &str| claims.get(k).and_then(Value::as_str).unwrap_or("");
+        let client = match field("client_id") {
+            "" => field("azp"),
+            id => id,
+        };
+        Principal(format!("sub={:?} client={:?}", field("sub"), client))
+    }
 }
 
 /// URIs compared as RFC 8707 resources are: exactly, but a trailing `/` does not count.
@@ -544,10 +569,32 @@ mod tests {
     }
 
     #[test]
+    fn tokens_of_other_clients_or_subjects_speak_for_other_principals() {
+        let mut a = good();
+        a["client_id"] = json!("app-a");
+        a["sub"] = json!("alice");
+        let mut b = a.clone();
+        b["client_id"] = json!("app-b");
+        let mut c = a.clone();
+        c["sub"] = json!("bob");
+        let mut azp = good();
+        azp["azp"] = json!("app-a");
+        azp["sub"] = json!("alice");
+        assert_eq!(Principal::of(&a), Principal::of(&a.clone()));
+        assert_ne!(Principal::of(&a), Principal::of(&b));
+        assert_ne!(Principal::of(&a), Principal::of(&c));
+        assert_eq!(Principal::of(&a), Principal::of(&azp));
+        // A quote in a claim cannot make one principal read as another.
+        let mut tricky = good();
+        tricky["sub"] = json!("alice\" client=\"app-a");
+        assert_ne!(Principal::of(&tricky), Principal::of(&a));
+    }
+
+    #[test]
     fn a_token_for_this_gateway_from_its_issuer_is_accepted() {
         assert_eq!(
             judge(&good(), ISS, RES, &scopes(&["mcp:tools"]), 1000, false),
-            Judgement::Accepted
+            Judgement::Accepted(Principal::of(&good()))
         );
         // Audience lists, trailing slashes and `scp` lists.
         let mut c = good();
@@ -556,7 +603,7 @@ mod tests {
         c["scp"] = json!(["mcp:tools"]);
         assert_eq!(
             judge(&c, ISS, RES, &scopes(&["mcp:tools"]), 1000, false),
-            Judgement::Accepted
+            Judgement::Accepted(Principal::of(&c))
         );
     }
 
@@ -607,7 +654,10 @@ mod tests {
         c.as_object_mut().unwrap().remove("iss");
         c.as_object_mut().unwrap().remove("exp");
         c["active"] = json!(true);
-        assert_eq!(judge(&c, ISS, RES, &[], 1000, true), Judgement::Accepted);
+        assert!(matches!(
+            judge(&c, ISS, RES, &[], 1000, true),
+            Judgement::Accepted(_)
+        ));
         c["active"] = json!(false);
         assert!(matches!(
             judge(&c, ISS, RES, &[], 1000, true),
