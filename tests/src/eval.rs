@@ -139,6 +139,8 @@ pub struct EvalQuestion {
 /// The whole set as loaded: toolsets in file order, questions in toolset then file order.
 #[derive(Debug, Clone)]
 pub struct EvalSet {
+    /// The folder it was loaded from (tests/eval).
+    pub dir: PathBuf,
     pub toolsets: Vec<Toolset>,
     pub distractor_only: Vec<String>,
     pub questions: Vec<EvalQuestion>,
@@ -185,6 +187,7 @@ pub fn load_from(dir: &Path) -> EvalSet {
     let file: ToolsetsFile =
         toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut set = EvalSet {
+        dir: dir.to_path_buf(),
         toolsets: file.toolsets,
         distractor_only: file.distractor_only,
         questions: Vec::new(),
@@ -412,7 +415,7 @@ pub fn check(set: &EvalSet, catalog: &Catalog) -> Vec<String> {
             problems.push(format!("toolset `{}` has no question files", ts.name));
         }
     }
-    if let Ok(entries) = std::fs::read_dir(eval_dir().join("questions")) {
+    if let Ok(entries) = std::fs::read_dir(set.dir.join("questions")) {
         let mut files: Vec<String> = entries
             .filter_map(Result::ok)
             .map(|e| e.file_name().to_string_lossy().into_owned())
