@@ -1,12 +1,13 @@
-//! The tool-calling evaluation's data (tests/eval) is valid: the check `tool_eval --check` runs,
-//! without a model, against the tools the real servers and tests/servers/schema_tools.py list.
+//! The tool-calling evaluation's data (tests/eval) is valid: the check `tool_eval --check` runs
+//! without a model, here against the four real servers' tools and the schema files (what
+//! tests/servers/schema_tools.py serves; one domain is compared with the running server).
 use rkmcp_tests::eval::{self, Part};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_evaluation_set_is_valid_and_split() {
     let set = eval::load();
-    let catalog = eval::live_catalog(&set).await;
-    let problems = eval::check(&set, &catalog);
+    let (catalog, mut problems) = eval::catalog_from_files(&set).await;
+    problems.extend(eval::check(&set, &catalog));
     assert!(
         problems.is_empty(),
         "{} problems in tests/eval (see `tool_eval --check`):\n{}",
@@ -32,6 +33,17 @@ async fn the_evaluation_set_is_valid_and_split() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn schema_tools_serves_its_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let servers = vec!["finance".to_string()];
+    let sessions = eval::start_servers(dir.path(), dir.path(), &servers).await;
+    let live = eval::catalog_of(&sessions);
+    sessions.shutdown().await;
+    let file = eval::schema_file_tools("finance").expect("finance.json");
+    assert_eq!(live.get("finance"), Some(&file));
+}
+
 #[test]
 fn the_check_finds_a_broken_question() {
     // The same check on a copy of the data with one question broken: it must complain.
@@ -43,23 +55,21 @@ fn the_check_finds_a_broken_question() {
         let entry = entry.expect("entry");
         let mut text = std::fs::read_to_string(entry.path()).expect("read");
         if entry.file_name() == "heldout-finance.toml" {
-            text = text.replacen("expect_args = { symbol = \"NVDA\" }", "expect_args = { ticker = \"NVDA\" }", 1);
+            text = text.replacen(
+                "expect_args = { symbol = \"NVDA\" }",
+                "expect_args = { ticker = \"NVDA\" }",
+                1,
+            );
         }
-        std::fs::write(dir.path().join("questions").join(entry.file_name()), text).expect("write");
+        std::fs::write(dir.path().join("questions").join(entry.file_name()), text)
+            .expect("write");
     }
     let set = eval::load_from(dir.path());
-    // The tools straight from the schema file (no servers needed for this one).
     let mut catalog = eval::Catalog::new();
-    let defs: Vec<serde_json::Value> = serde_json::from_str(
-        &std::fs::read_to_string(eval::schema_file("finance")).expect("finance.json"),
-    )
-    .expect("JSON");
-    for d in defs {
-        catalog.entry("finance".into()).or_default().insert(
-            format!("finance__{}", d["name"].as_str().unwrap_or_default()),
-            d["inputSchema"].clone(),
-        );
-    }
+    catalog.insert(
+        "finance".into(),
+        eval::schema_file_tools("finance").expect("finance.json"),
+    );
     let problems = eval::check(&set, &catalog);
     assert!(
         problems

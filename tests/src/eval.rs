@@ -361,6 +361,62 @@ pub async fn live_catalog(set: &EvalSet) -> Catalog {
     catalog
 }
 
+/// The tools of a schema file, under their exposed names (`server__tool`), as
+/// tests/servers/schema_tools.py serves them.
+pub fn schema_file_tools(server: &str) -> Result<BTreeMap<String, Value>, String> {
+    let path = schema_file(server);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let defs: Vec<Value> =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = BTreeMap::new();
+    for d in defs {
+        let name = d
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{}: a tool without a name", path.display()))?;
+        let schema = d
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+        if out.insert(format!("{server}__{name}"), schema).is_some() {
+            return Err(format!("{}: tool `{name}` is defined twice", path.display()));
+        }
+    }
+    Ok(out)
+}
+
+/// The cheap catalog: the builtin servers started (four processes), the schema-file domains
+/// read from their files (what schema_tools.py would list; `live_catalog` starts them all).
+pub async fn catalog_from_files(set: &EvalSet) -> (Catalog, Vec<String>) {
+    let builtin: Vec<String> = set
+        .all_servers()
+        .into_iter()
+        .filter(|s| BUILTIN_SERVERS.contains(&s.as_str()))
+        .collect();
+    let mut catalog = Catalog::new();
+    if !builtin.is_empty() {
+        let config_dir = tempfile::tempdir().expect("a temporary directory");
+        let files_dir = tempfile::tempdir().expect("a temporary directory");
+        fill_files(files_dir.path());
+        let sessions = start_servers(config_dir.path(), files_dir.path(), &builtin).await;
+        catalog = catalog_of(&sessions);
+        sessions.shutdown().await;
+    }
+    let mut problems = Vec::new();
+    for server in set.all_servers() {
+        if BUILTIN_SERVERS.contains(&server.as_str()) || !schema_file(&server).exists() {
+            continue;
+        }
+        match schema_file_tools(&server) {
+            Ok(tools) => {
+                catalog.insert(server, tools);
+            }
+            Err(e) => problems.push(e),
+        }
+    }
+    (catalog, problems)
+}
+
 // ------------------------------------------------------------------------------------------------
 // Validation (`tool_eval --check`, the eval_data integration test)
 
