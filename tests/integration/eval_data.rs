@@ -18,7 +18,11 @@ async fn the_evaluation_set_is_valid_and_split() {
     let (tuning, heldout) = (counts[&Part::Tuning], counts[&Part::Heldout]);
     let questions = tuning.0 + heldout.0;
     assert!(questions >= 400, "{questions} questions");
-    assert!(tuning.3 + heldout.3 >= 150, "{} tools", tuning.3 + heldout.3);
+    assert!(
+        tuning.3 + heldout.3 >= 150,
+        "{} tools",
+        tuning.3 + heldout.3
+    );
     // "none" questions: at least 15 % of all.
     assert!(
         (tuning.2 + heldout.2) * 100 >= questions * 15,
@@ -61,8 +65,7 @@ fn the_check_finds_a_broken_question() {
                 1,
             );
         }
-        std::fs::write(dir.path().join("questions").join(entry.file_name()), text)
-            .expect("write");
+        std::fs::write(dir.path().join("questions").join(entry.file_name()), text).expect("write");
     }
     let set = eval::load_from(dir.path());
     let mut catalog = eval::Catalog::new();

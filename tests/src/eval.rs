@@ -215,9 +215,7 @@ pub fn load_from(dir: &Path) -> EvalSet {
                         file: name.clone(),
                         question: q,
                     })),
-                Err(e) => set
-                    .load_problems
-                    .push(format!("{}: {e}", qpath.display())),
+                Err(e) => set.load_problems.push(format!("{}: {e}", qpath.display())),
             }
         }
     }
@@ -379,7 +377,10 @@ pub fn schema_file_tools(server: &str) -> Result<BTreeMap<String, Value>, String
             .cloned()
             .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
         if out.insert(format!("{server}__{name}"), schema).is_some() {
-            return Err(format!("{}: tool `{name}` is defined twice", path.display()));
+            return Err(format!(
+                "{}: tool `{name}` is defined twice",
+                path.display()
+            ));
         }
     }
     Ok(out)
@@ -614,7 +615,9 @@ pub fn check(set: &EvalSet, catalog: &Catalog) -> Vec<String> {
     }
     for tool in &listed {
         if !known.contains(tool) {
-            problems.push(format!("distractor_only lists `{tool}`, which no server has"));
+            problems.push(format!(
+                "distractor_only lists `{tool}`, which no server has"
+            ));
         }
     }
     problems

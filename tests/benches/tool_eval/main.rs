@@ -339,8 +339,7 @@ async fn main() {
                 if options.scores {
                     for (index, q) in &mine {
                         let q = &q.question;
-                        let scores =
-                            rkmcp::chat::shortlist::scores(&q.question, &plan.tools);
+                        let scores = rkmcp::chat::shortlist::scores(&q.question, &plan.tools);
                         let (best, score) = scores
                             .iter()
                             .enumerate()
@@ -451,7 +450,10 @@ async fn main() {
         }
         for (si, spec) in specs.iter().enumerate() {
             if !same_as.contains_key(&si) {
-                let n_tool = results[si].iter().filter(|r| r.expect_tool != "none").count();
+                let n_tool = results[si]
+                    .iter()
+                    .filter(|r| r.expect_tool != "none")
+                    .count();
                 let right_valid = results[si].iter().filter(|r| r.right_valid).count();
                 let overall = results[si].iter().filter(|r| r.correct()).count();
                 eprintln!(
