@@ -44,6 +44,8 @@ mod chat_loop_transcripts;
 mod chat_named_tool;
 mod chat_plugin_reload;
 mod chat_real_model;
+// The tool-calling evaluation's data (tests/eval), checked without a model.
+mod eval_data;
 
 mod cli_config_errors;
 mod cli_formats;

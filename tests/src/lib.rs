@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod eval;
 pub mod plugin_support;
 pub mod remote_peers;
 pub mod scripted_backend;
