@@ -9,6 +9,7 @@ mod mcp_hostile_servers;
 mod mcp_negotiation;
 mod mcp_protocol;
 mod mcp_real_servers;
+mod oauth_hostile_servers;
 mod mcp_session_behaviour;
 mod remote;
 mod remote_sign_in_on_demand;

@@ -333,3 +333,41 @@ async fn register(
             .at(endpoint)
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_names_the_page_host_and_a_host_other_than_the_authorization_server() {
+        let page = url::Url::parse("https://evil.example/device").unwrap();
+        let lines = device_prompt(
+            "web",
+            Some("https://auth.example.com"),
+            "https://auth.example.com/device",
+            &page,
+            None,
+            "ABCD-EFGH",
+        );
+        assert_eq!(
+            lines,
+            [
+                "To sign in to `web`, open https://evil.example/device (a page at evil.example) and enter the code ABCD-EFGH",
+                "  The authorization server at auth.example.com sends you to evil.example: enter the code only if you trust that host with this sign-in.",
+            ]
+        );
+        // Its own page: no warning, the port kept.
+        let own = url::Url::parse("https://auth.example.com:8443/device").unwrap();
+        let lines = device_prompt(
+            "web",
+            Some("https://auth.example.com:8443"),
+            "https://auth.example.com:8443/device_authorization",
+            &own,
+            Some(&own),
+            "X",
+        );
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("(a page at auth.example.com:8443)"), "{lines:?}");
+        assert!(check_page("web", "https://a/d", "javascript:alert(1)").is_err());
+    }
+}

@@ -248,31 +248,32 @@ impl FetchPolicy {
                 other => self.refusal(url.as_str(), Reason::Scheme(other.to_string())),
             });
         };
-        let class = literal_class(&host);
-        match url.scheme() {
-            "https" => {}
-            "http" => {
-                let both_loopback = self.server_class == AddressClass::Loopback
-                    && class == Some(AddressClass::Loopback);
-                if !both_loopback {
-                    return Err(self.refusal(url.as_str(), Reason::PlainHttp));
-                }
-            }
-            other => return Err(self.refusal(url.as_str(), Reason::Scheme(other.to_string()))),
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(self.refusal(url.as_str(), Reason::Scheme(url.scheme().to_string())));
         }
-        match (host, class) {
+        // The address first: "169.254.169.254 is link-local" says more than "plain http".
+        let class = literal_class(&host);
+        match (&host, class) {
             (Host::Ipv4(v4), Some(class)) if !self.allows_class(class) => {
-                Err(self.refusal(url.as_str(), Reason::Address(IpAddr::V4(v4), class)))
+                return Err(self.refusal(url.as_str(), Reason::Address(IpAddr::V4(*v4), class)));
             }
             (Host::Ipv6(v6), Some(class)) if !self.allows_class(class) => {
-                Err(self.refusal(url.as_str(), Reason::Address(IpAddr::V6(v6), class)))
+                return Err(self.refusal(url.as_str(), Reason::Address(IpAddr::V6(*v6), class)));
             }
-            (Host::Domain(_), Some(class)) if !self.allows_class(class) => Err(self.refusal(
-                url.as_str(),
-                Reason::Address(IpAddr::V4(Ipv4Addr::LOCALHOST), class),
-            )),
-            _ => Ok(()),
+            (Host::Domain(_), Some(class)) if !self.allows_class(class) => {
+                return Err(self.refusal(
+                    url.as_str(),
+                    Reason::Address(IpAddr::V4(Ipv4Addr::LOCALHOST), class),
+                ));
+            }
+            _ => {}
         }
+        let both_loopback =
+            self.server_class == AddressClass::Loopback && class == Some(AddressClass::Loopback);
+        if url.scheme() == "http" && !both_loopback {
+            return Err(self.refusal(url.as_str(), Reason::PlainHttp));
+        }
+        Ok(())
     }
 
     /// The addresses `host` resolved to that may be connected to, in their order; a refusal
@@ -386,7 +387,7 @@ mod tests {
         ok(public, "https://auth.example.com/.well-known/oauth-authorization-server");
         ok(public, "https://93.184.216.34/token");
         plain_http(public, "http://auth.example.com/token");
-        plain_http(public, "http://169.254.169.254/latest/meta-data/");
+        address(public, "http://169.254.169.254/latest/meta-data/");
         address(public, "https://169.254.169.254/latest/meta-data/");
         address(public, "https://[::ffff:169.254.169.254]/");
         address(public, "https://10.0.0.1/");
@@ -403,8 +404,8 @@ mod tests {
         ok(loopback, "http://[::1]:9000/token");
         ok(loopback, "https://auth.example.com/");
         plain_http(loopback, "http://auth.example.com/");
-        plain_http(loopback, "http://10.0.0.1/");
-        plain_http(loopback, "http://169.254.169.254/");
+        address(loopback, "http://10.0.0.1/");
+        address(loopback, "http://169.254.169.254/");
         address(loopback, "https://10.0.0.1/");
         address(loopback, "https://169.254.169.254/");
         address(loopback, "https://[::ffff:169.254.169.254]/");
@@ -415,6 +416,7 @@ mod tests {
         ok(private, "https://192.168.0.5/");
         ok(private, "https://auth.example.com/");
         plain_http(private, "http://10.9.9.9/");
+        plain_http(link_local, "http://169.254.10.11/");
         address(private, "https://127.0.0.1/");
         address(private, "https://169.254.169.254/");
         // A server on the local link may name the link; the reserved ranges stay closed.

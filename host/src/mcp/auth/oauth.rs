@@ -585,3 +585,31 @@ pub fn more_scope_failure(
         "sign in again with that scope: {login}{scope_flags}"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_raw_resource_metadata_of_a_challenge() {
+        let cases = [
+            (
+                r#"Bearer resource_metadata="http://169.254.169.254/latest", scope="a""#,
+                Some("http://169.254.169.254/latest"),
+            ),
+            (
+                "Bearer error=invalid_token, Resource_Metadata=https://x.example/prm",
+                Some("https://x.example/prm"),
+            ),
+            (r#"Bearer scope="a b""#, None),
+            (r#"Bearer resource_metadata="""#, None),
+        ];
+        for (challenge, expected) in cases {
+            assert_eq!(
+                challenge_resource_metadata(challenge).as_deref(),
+                expected,
+                "{challenge}"
+            );
+        }
+    }
+}
