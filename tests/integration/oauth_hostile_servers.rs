@@ -87,7 +87,9 @@ fn hostile(routes: impl FnOnce(&str) -> Vec<Route>) -> Hostile {
 }
 
 fn serve_one(mut stream: std::net::TcpStream, routes: &[Route], log: &Mutex<Vec<String>>) {
-    let Ok(clone) = stream.try_clone() else { return };
+    let Ok(clone) = stream.try_clone() else {
+        return;
+    };
     let mut reader = BufReader::new(clone);
     let mut head = String::new();
     let mut length = 0usize;
@@ -113,7 +115,8 @@ fn serve_one(mut stream: std::net::TcpStream, routes: &[Route], log: &Mutex<Vec<
         .iter()
         .find(|r| r.method == method && path.starts_with(&r.path))
     else {
-        let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        let _ = stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         return;
     };
     match route.trickle {
@@ -213,7 +216,9 @@ fn metadata_urls_at_internal_addresses_are_refused_before_anything_is_fetched() 
                 vec![route(
                     "POST",
                     "/mcp",
-                    unauthorized(Some("https://10.0.0.1/.well-known/oauth-protected-resource")),
+                    unauthorized(Some(
+                        "https://10.0.0.1/.well-known/oauth-protected-resource",
+                    )),
                 )]
             }),
             &["10.0.0.1 is a private-network address"],
@@ -245,7 +250,14 @@ fn metadata_urls_at_internal_addresses_are_refused_before_anything_is_fetched() 
         config(dir.path(), &server.origin, "");
         let err = fails(
             dir.path(),
-            &["auth", "login", "hostile", "--no-browser", "--timeout", "20s"],
+            &[
+                "auth",
+                "login",
+                "hostile",
+                "--no-browser",
+                "--timeout",
+                "20s",
+            ],
             &[],
         );
         for piece in expected {
@@ -283,7 +295,14 @@ fn oversized_and_slow_answers_are_cut_off() {
     config(dir.path(), &server.origin, "");
     let err = fails(
         dir.path(),
-        &["auth", "login", "hostile", "--no-browser", "--timeout", "20s"],
+        &[
+            "auth",
+            "login",
+            "hostile",
+            "--no-browser",
+            "--timeout",
+            "20s",
+        ],
         &[],
     );
     assert!(
@@ -325,7 +344,10 @@ fn oversized_and_slow_answers_are_cut_off() {
             "/token",
             json(
                 "200 OK",
-                &format!("{{\"access_token\": \"t\", \"token_type\": \"Bearer\", \"padding\": \"{}\"}}", "x".repeat(300)),
+                &format!(
+                    "{{\"access_token\": \"t\", \"token_type\": \"Bearer\", \"padding\": \"{}\"}}",
+                    "x".repeat(300)
+                ),
             ),
         );
         trickling.trickle = Some(Duration::from_millis(200));
@@ -393,7 +415,10 @@ fn an_authorization_url_that_is_not_a_web_address_is_never_opened() {
     );
     assert!(err.contains("`javascript:` is not a web address"), "{err}");
     assert!(err.contains("sign-in failed at authorization"), "{err}");
-    assert!(!err.contains("Sign in to `hostile`"), "shown as a link: {err}");
+    assert!(
+        !err.contains("Sign in to `hostile`"),
+        "shown as a link: {err}"
+    );
     assert!(!opened.exists(), "the browser was started");
 }
 
@@ -429,7 +454,11 @@ fn the_device_code_prompt_names_the_host_it_sends_the_person_to() {
                     serde_json::json!({"device_authorization_endpoint": format!("{origin}/device")}),
                 ),
                 route("POST", "/device", json("200 OK", &device)),
-                route("POST", "/token", json("400 Bad Request", r#"{"error": "access_denied"}"#)),
+                route(
+                    "POST",
+                    "/token",
+                    json("400 Bad Request", r#"{"error": "access_denied"}"#),
+                ),
             ]
         });
         config(

@@ -367,7 +367,10 @@ mod tests {
             "X",
         );
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].contains("(a page at auth.example.com:8443)"), "{lines:?}");
+        assert!(
+            lines[0].contains("(a page at auth.example.com:8443)"),
+            "{lines:?}"
+        );
         assert!(check_page("web", "https://a/d", "javascript:alert(1)").is_err());
     }
 }

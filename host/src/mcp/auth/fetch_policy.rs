@@ -278,7 +278,11 @@ impl FetchPolicy {
 
     /// The addresses `host` resolved to that may be connected to, in their order; a refusal
     /// naming them all when none may.
-    pub fn allowed_addresses(&self, host: &str, resolved: &[IpAddr]) -> Result<Vec<IpAddr>, Refusal> {
+    pub fn allowed_addresses(
+        &self,
+        host: &str,
+        resolved: &[IpAddr],
+    ) -> Result<Vec<IpAddr>, Refusal> {
         let allowed: Vec<IpAddr> = resolved
             .iter()
             .copied()
@@ -384,7 +388,10 @@ mod tests {
         };
         let plain_http = |s, t| assert_eq!(allowed(s, t), Err(Reason::PlainHttp), "{s} -> {t}");
         // A public server: public https only.
-        ok(public, "https://auth.example.com/.well-known/oauth-authorization-server");
+        ok(
+            public,
+            "https://auth.example.com/.well-known/oauth-authorization-server",
+        );
         ok(public, "https://93.184.216.34/token");
         plain_http(public, "http://auth.example.com/token");
         address(public, "http://169.254.169.254/latest/meta-data/");
@@ -399,7 +406,10 @@ mod tests {
         address(public, "https://100.64.0.1/");
         address(public, "https://0.0.0.0/");
         // A server on this machine: loopback over http too, public over https; nothing else.
-        ok(loopback, "http://127.0.0.1:9000/.well-known/openid-configuration");
+        ok(
+            loopback,
+            "http://127.0.0.1:9000/.well-known/openid-configuration",
+        );
         ok(loopback, "http://localhost:9000/token");
         ok(loopback, "http://[::1]:9000/token");
         ok(loopback, "https://auth.example.com/");
@@ -459,10 +469,22 @@ mod tests {
         );
         // A server named by a host name is public, whatever it resolves to.
         let named_private = FetchPolicy::for_server(&Url::parse("https://mcp.corp/mcp").unwrap());
-        assert!(named_private.allowed_addresses("sso.corp", &[ip("10.0.0.9")]).is_err());
+        assert!(
+            named_private
+                .allowed_addresses("sso.corp", &[ip("10.0.0.9")])
+                .is_err()
+        );
         let loopback = FetchPolicy::for_server(&Url::parse("http://127.0.0.1:1/mcp").unwrap());
-        assert!(loopback.allowed_addresses("localhost", &[ip("::1")]).is_ok());
-        assert!(loopback.allowed_addresses("corp", &[ip("192.168.1.1")]).is_err());
+        assert!(
+            loopback
+                .allowed_addresses("localhost", &[ip("::1")])
+                .is_ok()
+        );
+        assert!(
+            loopback
+                .allowed_addresses("corp", &[ip("192.168.1.1")])
+                .is_err()
+        );
     }
 
     #[test]
@@ -485,7 +507,9 @@ mod tests {
             assert!(check_browser_url(bad).is_err(), "{bad}");
         }
         assert_eq!(
-            check_browser_url("javascript:alert(1)").unwrap_err().to_string(),
+            check_browser_url("javascript:alert(1)")
+                .unwrap_err()
+                .to_string(),
             "rkmcp does not fetch or open javascript:alert(1): `javascript:` is not a web address (only https, or http on this machine)"
         );
     }

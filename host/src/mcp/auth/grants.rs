@@ -168,10 +168,7 @@ pub async fn post(
     if let Some((id, secret)) = &request.basic {
         builder = builder.basic_auth(id, Some(secret));
     }
-    let response = http
-        .send(builder)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
+    let response = http.send(builder).await.map_err(|e| fail(e.to_string()))?;
     let status = response.status;
     let text = response.text();
     if !status.is_success() {

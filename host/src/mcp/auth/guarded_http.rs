@@ -107,9 +107,9 @@ impl std::fmt::Display for FetchError {
             ),
             FetchErrorKind::TooSlow(limit) => {
                 let what = what_is(&self.url);
-                let what = what.strip_prefix("the answer from ").map_or(what.clone(), |u| {
-                    format!("the request to {u}")
-                });
+                let what = what
+                    .strip_prefix("the answer from ")
+                    .map_or(what.clone(), |u| format!("the request to {u}"));
                 write!(
                     f,
                     "{what} did not complete within {}; rkmcp gave up waiting",
@@ -160,6 +160,8 @@ impl Answer {
     }
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Name resolution through the operating system.
 struct SystemLookup;
 
@@ -167,10 +169,9 @@ impl Resolve for SystemLookup {
     fn resolve(&self, name: Name) -> Resolving {
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
-            Ok(Box::new(addrs.into_iter()) as Addrs)
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            Ok::<Addrs, BoxError>(Box::new(addrs.into_iter()))
         })
     }
 }
@@ -193,33 +194,45 @@ impl Resolve for PolicyResolver {
             let resolved: Vec<IpAddr> = match lookup {
                 Some(lookup) => lookup.await?.map(|a| a.ip()).collect(),
                 // RFC 6761: `localhost` is this machine, whatever a DNS server says.
-                None => vec![IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)],
+                None => vec![
+                    IpAddr::V4(Ipv4Addr::LOCALHOST),
+                    IpAddr::V6(Ipv6Addr::LOCALHOST),
+                ],
             };
             let allowed = match &policy {
                 Some(policy) if !proxy => policy.allowed_addresses(&host, &resolved)?,
                 _ => resolved,
             };
-            Ok(Box::new(allowed.into_iter().map(|ip| SocketAddr::new(ip, 0))) as Addrs)
+            Ok::<Addrs, BoxError>(Box::new(
+                allowed.into_iter().map(|ip| SocketAddr::new(ip, 0)),
+            ))
         })
     }
 }
 
 fn proxy_hosts() -> Arc<[String]> {
-    ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]
-        .iter()
-        .filter_map(|var| std::env::var(var).ok())
-        .filter_map(|proxy| {
-            let proxy = if proxy.contains("://") {
-                proxy
-            } else {
-                format!("http://{proxy}")
-            };
-            Url::parse(&proxy)
-                .ok()?
-                .host_str()
-                .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
-        })
-        .collect()
+    [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .filter_map(|var| std::env::var(var).ok())
+    .filter_map(|proxy| {
+        let proxy = if proxy.contains("://") {
+            proxy
+        } else {
+            format!("http://{proxy}")
+        };
+        Url::parse(&proxy)
+            .ok()?
+            .host_str()
+            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+    })
+    .collect()
 }
 
 /// The guarded client for one MCP server.
@@ -372,7 +385,7 @@ impl GuardedHttp {
                 }
                 body.extend_from_slice(&chunk);
             }
-            Ok(Answer {
+            Ok::<Answer, FetchError>(Answer {
                 status,
                 headers,
                 body,
@@ -416,21 +429,29 @@ impl GuardedHttp {
     }
 }
 
+impl GuardedHttp {
+    /// One request for rmcp, with the redirect handling it asks for.
+    async fn for_rmcp(
+        &self,
+        request: OAuthHttpRequest,
+    ) -> Result<http::Response<Vec<u8>>, BoxError> {
+        let client = match request.redirect_policy {
+            OAuthHttpRedirectPolicy::Follow => &self.follow,
+            _ => &self.stop,
+        };
+        let request = reqwest::Request::try_from(request.request)?;
+        let answer = self.execute_with(client, request).await?;
+        let mut response = http::Response::builder().status(answer.status.as_u16());
+        for (name, value) in &answer.headers {
+            response = response.header(name.as_str(), value.as_bytes());
+        }
+        Ok(response.body(answer.body)?)
+    }
+}
+
 impl OAuthHttpClient for GuardedHttp {
     fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
-        Box::pin(async move {
-            let client = match request.redirect_policy {
-                OAuthHttpRedirectPolicy::Follow => &self.follow,
-                _ => &self.stop,
-            };
-            let request = reqwest::Request::try_from(request.request)?;
-            let answer = self.execute_with(client, request).await?;
-            let mut response = http::Response::builder().status(answer.status.as_u16());
-            for (name, value) in &answer.headers {
-                response = response.header(name.as_str(), value.as_bytes());
-            }
-            Ok(response.body(answer.body)?)
-        })
+        Box::pin(self.for_rmcp(request))
     }
 }
 
@@ -529,7 +550,8 @@ mod tests {
         let err = guard.send(guard.get(&url)).await.err().unwrap();
         assert!(matches!(err.kind, FetchErrorKind::Refused(_)), "{err}");
         assert!(
-            err.to_string().contains(&url) && err.to_string().contains("127.0.0.1, a loopback address"),
+            err.to_string().contains(&url)
+                && err.to_string().contains("127.0.0.1, a loopback address"),
             "{err}"
         );
         assert_eq!(connections.load(Ordering::SeqCst), 0, "it connected");
@@ -537,7 +559,9 @@ mod tests {
         // so the loopback server's plain http is used through `localhost`).
         let local = GuardedHttp::build(
             "test",
-            Some(FetchPolicy::for_server(&Url::parse("http://127.0.0.1:1/mcp").unwrap())),
+            Some(FetchPolicy::for_server(
+                &Url::parse("http://127.0.0.1:1/mcp").unwrap(),
+            )),
             Arc::new(FixedLookup(HashMap::new())),
             Limits::default(),
         )
@@ -561,17 +585,15 @@ mod tests {
         let (port, _) = server(redirect.as_bytes().to_vec(), None).await;
         let local = GuardedHttp::build(
             "redirects",
-            Some(FetchPolicy::for_server(&Url::parse("http://127.0.0.1:1/mcp").unwrap())),
+            Some(FetchPolicy::for_server(
+                &Url::parse("http://127.0.0.1:1/mcp").unwrap(),
+            )),
             Arc::new(FixedLookup(HashMap::new())),
             Limits::default(),
         )
         .unwrap();
         let url = format!("http://127.0.0.1:{port}/register");
-        let err = local
-            .send(local.follow.post(&url))
-            .await
-            .err()
-            .unwrap();
+        let err = local.send(local.follow.post(&url)).await.err().unwrap();
         assert!(err.to_string().contains("169.254.169.254"), "{err}");
         assert!(err.to_string().contains("link-local"), "{err}");
     }
@@ -590,10 +612,16 @@ mod tests {
         let err = local.send(local.get(&url)).await.err().unwrap();
         assert_eq!(
             err.to_string(),
-            format!("the authorization server's metadata at {url} is larger than 1 KiB; rkmcp stopped reading it")
+            format!(
+                "the authorization server's metadata at {url} is larger than 1 KiB; rkmcp stopped reading it"
+            )
         );
 
-        let (slow, _) = server(ok_json("{\"issuer\": \"x\"}"), Some(Duration::from_millis(100))).await;
+        let (slow, _) = server(
+            ok_json("{\"issuer\": \"x\"}"),
+            Some(Duration::from_millis(100)),
+        )
+        .await;
         let url = format!("http://127.0.0.1:{slow}/token");
         let started = std::time::Instant::now();
         let err = local.send(local.post(&url)).await.err().unwrap();

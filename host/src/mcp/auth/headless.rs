@@ -79,7 +79,11 @@ impl AutoApproved {
             oauth::authorization_session(name, &auth, &metadata, manager, request).await?;
         let auth_url = session.get_authorization_url().to_string();
         super::fetch_policy::check_browser_url(&auth_url).map_err(|refusal| {
-            super::login::unusable_authorization_url(name, &metadata.authorization_endpoint, refusal)
+            super::login::unusable_authorization_url(
+                name,
+                &metadata.authorization_endpoint,
+                refusal,
+            )
         })?;
         let redirect = follow_once(&self.config, &auth_url)
             .await

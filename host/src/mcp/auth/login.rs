@@ -123,8 +123,9 @@ pub async fn login(
     let auth_url = session.get_authorization_url().to_string();
     // The authorization endpoint comes from the server's metadata: a `javascript:` or `file:`
     // URL there is never shown as a link nor handed to a browser.
-    super::fetch_policy::check_browser_url(&auth_url)
-        .map_err(|refusal| unusable_authorization_url(name, &metadata.authorization_endpoint, refusal))?;
+    super::fetch_policy::check_browser_url(&auth_url).map_err(|refusal| {
+        unusable_authorization_url(name, &metadata.authorization_endpoint, refusal)
+    })?;
 
     ui.say(&format!(
         "Sign in to `{name}` at {}:",

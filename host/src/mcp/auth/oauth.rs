@@ -222,12 +222,8 @@ pub fn explain(server: &str, step: Step, url: Option<&str>, err: AuthError) -> A
             | AuthError::ProtectedResourceMetadataInvalid { .. }
             | AuthError::AuthorizationServersUnavailable { .. } => Step::Discovery,
             AuthError::RegistrationFailed(_) => Step::Registration,
-            AuthError::TokenExchangeFailed(_) | AuthError::ClientCredentialsError(_) => {
-                Step::Token
-            }
-            AuthError::TokenRefreshFailed(_) | AuthError::TokenRefreshRejected(_) => {
-                Step::Refresh
-            }
+            AuthError::TokenExchangeFailed(_) | AuthError::ClientCredentialsError(_) => Step::Token,
+            AuthError::TokenRefreshFailed(_) | AuthError::TokenRefreshRejected(_) => Step::Refresh,
             _ => step,
         };
         let mut detail: Vec<String> = Vec::new();
