@@ -117,6 +117,9 @@ pub async fn discover(
             "the server publishes no OAuth metadata; using the 2025-03-26 default endpoints (/authorize, /token, /register)"
         );
     }
+    // Refused or failed candidates on the way to a usable one are not the reason for a
+    // later failure.
+    guarded_http::take_problems(&config.name);
     manager.set_metadata(resolution.metadata.clone());
     Ok(resolution.metadata)
 }
@@ -210,16 +213,19 @@ pub fn challenge_resource_metadata(challenge: &str) -> Option<String> {
 pub fn explain(server: &str, step: Step, url: Option<&str>, err: AuthError) -> AuthFailure {
     let problems = guarded_http::take_problems(server);
     if let Some(last) = problems.last()
-        && !matches!(
+        && matches!(
             err,
-            AuthError::AuthorizationServerMismatch { .. }
-                | AuthError::CredentialStoreError(_)
-                | AuthError::PkceUnsupported
+            AuthError::DiscoveryRequestFailed { .. }
+                | AuthError::AuthorizationServersUnavailable { .. }
+                | AuthError::RegistrationFailed(_)
+                | AuthError::TokenExchangeFailed(_)
+                | AuthError::TokenRefreshFailed(_)
+                | AuthError::ClientCredentialsError(_)
+                | AuthError::InternalError(_)
         )
     {
         let step = match err {
             AuthError::DiscoveryRequestFailed { .. }
-            | AuthError::ProtectedResourceMetadataInvalid { .. }
             | AuthError::AuthorizationServersUnavailable { .. } => Step::Discovery,
             AuthError::RegistrationFailed(_) => Step::Registration,
             AuthError::TokenExchangeFailed(_) | AuthError::ClientCredentialsError(_) => Step::Token,
