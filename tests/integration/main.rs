@@ -10,6 +10,7 @@ mod mcp_negotiation;
 mod mcp_protocol;
 mod mcp_real_servers;
 mod mcp_session_behaviour;
+mod oauth_hostile_servers;
 mod remote;
 mod remote_sign_in_on_demand;
 // rkmcp as an MCP server: the gateway with real clients in front and real servers behind.

@@ -38,11 +38,63 @@ pub fn install_tls_provider() {
     });
 }
 
+/// Redirects an MCP request follows: within the origin it was sent to.
+const MAX_REDIRECTS: usize = 10;
+
+/// A redirect of an MCP request to another origin, refused.
+#[derive(Debug)]
+struct CrossOriginRedirect {
+    from: String,
+    to: String,
+}
+
+impl std::fmt::Display for CrossOriginRedirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the server redirected to another origin ({} to {}); rkmcp does not follow such redirects, so the server's sign-in and headers go nowhere else",
+            printable(&self.from, 200),
+            printable(&self.to, 200)
+        )
+    }
+}
+
+impl std::error::Error for CrossOriginRedirect {}
+
+/// Scheme, host and port: what a request's credentials are bound to.
+pub fn same_origin(a: &url::Url, b: &url::Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str().map(str::to_ascii_lowercase) == b.host_str().map(str::to_ascii_lowercase)
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
 /// The HTTP client for a server: its connect timeout, the environment's proxy settings.
+///
+/// Requests carry the server's token (and configured headers, which may hold API keys), so
+/// redirects are followed only within the origin of the request: a server cannot bounce them,
+/// with whatever they carry, to another host, port or scheme (reqwest itself would drop only
+/// `Authorization` and cookies on the way).
 pub fn client(config: &ServerConfig) -> Result<reqwest::Client, String> {
     install_tls_provider();
+    let same_origin_only = reqwest::redirect::Policy::custom(|attempt| {
+        let Some(first) = attempt.previous().first().cloned() else {
+            return attempt.follow();
+        };
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        if same_origin(&first, attempt.url()) {
+            return attempt.follow();
+        }
+        let error = CrossOriginRedirect {
+            from: first.to_string(),
+            to: attempt.url().to_string(),
+        };
+        attempt.error(error)
+    });
     reqwest::Client::builder()
         .connect_timeout(config.connect_timeout)
+        .redirect(same_origin_only)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {}", describe_reqwest(&e)))
 }

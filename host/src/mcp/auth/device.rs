@@ -86,8 +86,7 @@ pub async fn device_login(
     } else {
         manager.select_initial_scopes(&[]).await
     };
-    let client = crate::mcp::http::client(config)
-        .map_err(|e| AuthFailure::new(name, Step::Authorization, e))?;
+    let client = oauth::guarded_client(config)?;
     let (client_id, secret) = match (&auth.client_id, &auth.client_secret) {
         (Some(id), secret) => (id.clone(), secret.clone()),
         (None, _) => (
@@ -104,28 +103,24 @@ pub async fn device_login(
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
             .finish();
-        request
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .body(body)
-            .send()
+        client.send(
+            request
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    "application/x-www-form-urlencoded",
+                )
+                .body(body),
+        )
     };
     let mut form = vec![("resource", url.to_string())];
     if !scopes.is_empty() {
         form.push(("scope", scopes.join(" ")));
     }
-    let response = post(&endpoint, form).await.map_err(|e| {
-        AuthFailure::new(
-            name,
-            Step::Authorization,
-            crate::mcp::http::describe_reqwest(&e),
-        )
-        .at(&endpoint)
-    })?;
-    let status = response.status();
-    let text = response.text().await.unwrap_or_default();
+    let response = post(&endpoint, form)
+        .await
+        .map_err(|e| AuthFailure::new(name, Step::Authorization, e.to_string()).at(&endpoint))?;
+    let status = response.status;
+    let text = response.text();
     if !status.is_success() {
         let (error, description) = oauth_error(status, &text);
         return Err(
@@ -142,16 +137,23 @@ pub async fn device_login(
         )
         .at(&endpoint)
     })?;
-    ui.say(&format!(
-        "To sign in to `{name}`, open {} and enter the code {}",
-        crate::mcp::http::printable(&device.verification_uri, 300),
-        crate::mcp::http::printable(&device.user_code, 40)
-    ));
-    if let Some(complete) = &device.verification_uri_complete {
-        ui.say(&format!(
-            "  (or open {})",
-            crate::mcp::http::printable(complete, 300)
-        ));
+    // The page the person is sent to must be a web page, and they are told whose it is: a
+    // hostile authorization server could name someone else's.
+    let page = check_page(name, &endpoint, &device.verification_uri)?;
+    let complete = device
+        .verification_uri_complete
+        .as_deref()
+        .map(|u| check_page(name, &endpoint, u))
+        .transpose()?;
+    for line in device_prompt(
+        name,
+        metadata.issuer.as_deref(),
+        &endpoint,
+        &page,
+        complete.as_ref(),
+        &device.user_code,
+    ) {
+        ui.say(&line);
     }
     ui.say("Waiting for you to finish signing in…");
 
@@ -173,12 +175,11 @@ pub async fn device_login(
             ("device_code", device.device_code.clone()),
             ("resource", url.to_string()),
         ];
-        let response = post(&token_url, form).await.map_err(|e| {
-            AuthFailure::new(name, Step::Token, crate::mcp::http::describe_reqwest(&e))
-                .at(&token_url)
-        })?;
-        let status = response.status();
-        let text = response.text().await.unwrap_or_default();
+        let response = post(&token_url, form)
+            .await
+            .map_err(|e| AuthFailure::new(name, Step::Token, e.to_string()).at(&token_url))?;
+        let status = response.status;
+        let text = response.text();
         if status.is_success() {
             break serde_json::from_str(&text).map_err(|e| {
                 AuthFailure::new(
@@ -223,10 +224,69 @@ pub async fn device_login(
     Ok(SignedIn::from_entry(&entry))
 }
 
+/// A verification page to show the person: a web address, or the failure saying why not.
+fn check_page(name: &str, endpoint: &str, raw: &str) -> Result<url::Url, AuthFailure> {
+    super::fetch_policy::check_browser_url(raw).map_err(|refusal| {
+        AuthFailure::new(
+            name,
+            Step::Authorization,
+            format!("the authorization server's verification page is not usable: {refusal}"),
+        )
+        .at(endpoint)
+        .next("the authorization server is misconfigured or hostile (tell its operator)")
+    })
+}
+
+/// The host of a URL, for the person to recognise (`example.com`, `example.com:8443`).
+fn host_of(url: &url::Url) -> String {
+    match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// What the person is told: the page and its host, the code, and who asked. When the page is
+/// on another host than the authorization server, that is said too: the code must only be
+/// entered at a host the person trusts with their sign-in.
+pub fn device_prompt(
+    name: &str,
+    issuer: Option<&str>,
+    endpoint: &str,
+    page: &url::Url,
+    complete: Option<&url::Url>,
+    user_code: &str,
+) -> Vec<String> {
+    let printable = crate::mcp::http::printable;
+    let asked_by = issuer
+        .or(Some(endpoint))
+        .and_then(|u| url::Url::parse(u).ok())
+        .map(|u| host_of(&u))
+        .unwrap_or_default();
+    let host = host_of(page);
+    let mut lines = vec![format!(
+        "To sign in to `{name}`, open {} (a page at {}) and enter the code {}",
+        printable(page.as_str(), 300),
+        printable(&host, 200),
+        printable(user_code, 40)
+    )];
+    if let Some(complete) = complete {
+        lines.push(format!("  (or open {})", printable(complete.as_str(), 300)));
+    }
+    if !asked_by.is_empty() && asked_by != host {
+        lines.push(format!(
+            "  The authorization server at {} sends you to {}: enter the code only if you trust that host with this sign-in.",
+            printable(&asked_by, 200),
+            printable(&host, 200)
+        ));
+    }
+    lines
+}
+
 /// Dynamic client registration (RFC 7591) of a public client for the device grant.
 async fn register(
     config: &ServerConfig,
-    client: &reqwest::Client,
+    client: &super::guarded_http::GuardedHttp,
     endpoint: Option<&str>,
 ) -> Result<String, AuthFailure> {
     let name = config.name.as_str();
@@ -247,20 +307,11 @@ async fn register(
         "application_type": "native",
     });
     let response = client
-        .post(endpoint)
-        .json(&body)
-        .send()
+        .send(client.post(endpoint).json(&body))
         .await
-        .map_err(|e| {
-            AuthFailure::new(
-                name,
-                Step::Registration,
-                crate::mcp::http::describe_reqwest(&e),
-            )
-            .at(endpoint)
-        })?;
-    let status = response.status();
-    let text = response.text().await.unwrap_or_default();
+        .map_err(|e| AuthFailure::new(name, Step::Registration, e.to_string()).at(endpoint))?;
+    let status = response.status;
+    let text = response.text();
     if !status.is_success() {
         let (error, description) = oauth_error(status, &text);
         return Err(
@@ -281,4 +332,45 @@ async fn register(
             )
             .at(endpoint)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_names_the_page_host_and_a_host_other_than_the_authorization_server() {
+        let page = url::Url::parse("https://evil.example/device").unwrap();
+        let lines = device_prompt(
+            "web",
+            Some("https://auth.example.com"),
+            "https://auth.example.com/device",
+            &page,
+            None,
+            "ABCD-EFGH",
+        );
+        assert_eq!(
+            lines,
+            [
+                "To sign in to `web`, open https://evil.example/device (a page at evil.example) and enter the code ABCD-EFGH",
+                "  The authorization server at auth.example.com sends you to evil.example: enter the code only if you trust that host with this sign-in.",
+            ]
+        );
+        // Its own page: no warning, the port kept.
+        let own = url::Url::parse("https://auth.example.com:8443/device").unwrap();
+        let lines = device_prompt(
+            "web",
+            Some("https://auth.example.com:8443"),
+            "https://auth.example.com:8443/device_authorization",
+            &own,
+            Some(&own),
+            "X",
+        );
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].contains("(a page at auth.example.com:8443)"),
+            "{lines:?}"
+        );
+        assert!(check_page("web", "https://a/d", "javascript:alert(1)").is_err());
+    }
 }

@@ -33,8 +33,6 @@ pub const PROOF_ALGORITHM: &str = "ES256";
 pub const NONCE_HEADER: &str = "DPoP-Nonce";
 /// The error code a server answers when a proof lacks its current nonce.
 pub const USE_NONCE: &str = "use_dpop_nonce";
-/// A token endpoint's answer is read up to this size (a token response is a few kilobytes).
-const MAX_TOKEN_RESPONSE_BYTES: usize = 1 << 20;
 
 /// Whether to ask for DPoP-bound tokens: only when both sides take them. The authorization
 /// server advertises ES256 proofs, and the MCP server's `WWW-Authenticate` (`challenge`, from
@@ -188,31 +186,24 @@ pub fn asks_for_nonce(text: &str) -> bool {
 
 /// rmcp's OAuth HTTP client with a DPoP proof on every token endpoint request (the code
 /// exchange and each refresh), retried once with the authorization server's nonce when it
-/// asks for one. Every other request (discovery, registration) goes to `inner` unchanged.
+/// asks for one. Every other request (discovery, registration) goes to `inner` unchanged; all
+/// of them go through the guarded client (fetch policy, size and time limits).
 pub struct TokenEndpointProofs {
-    inner: Arc<dyn OAuthHttpClient>,
+    inner: Arc<super::guarded_http::GuardedHttp>,
     token_endpoint: String,
     key: Arc<DpopKey>,
-    client: reqwest::Client,
 }
 
 impl TokenEndpointProofs {
     pub fn new(
-        inner: Arc<dyn OAuthHttpClient>,
+        inner: Arc<super::guarded_http::GuardedHttp>,
         token_endpoint: &str,
         key: Arc<DpopKey>,
     ) -> Result<Self, String> {
-        let client = reqwest::Client::builder()
-            // Token endpoints answer directly; a redirect there would leak the code.
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| crate::mcp::http::describe_reqwest(&e))?;
         Ok(TokenEndpointProofs {
             inner,
             token_endpoint: token_endpoint.to_string(),
             key,
-            client,
         })
     }
 
@@ -221,31 +212,21 @@ impl TokenEndpointProofs {
         request: &http::Request<Vec<u8>>,
     ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
         let proof = self.key.proof("POST", &self.token_endpoint, None)?;
+        // Token endpoints answer directly; a redirect there would leak the code.
         let mut builder = self
-            .client
-            .post(request.uri().to_string())
+            .inner
+            .post(&request.uri().to_string())
             .header("DPoP", proof)
             .body(request.body().clone());
         for (name, value) in request.headers() {
             builder = builder.header(name.as_str(), value.as_bytes());
         }
-        let response = builder.send().await?;
-        let mut answer = http::Response::builder().status(response.status().as_u16());
-        for (name, value) in response.headers() {
-            answer = answer.header(name.as_str(), value.as_bytes());
+        let answer = self.inner.send(builder).await?;
+        let mut response = http::Response::builder().status(answer.status.as_u16());
+        for (name, value) in &answer.headers {
+            response = response.header(name.as_str(), value.as_bytes());
         }
-        let mut body = Vec::new();
-        let mut response = response;
-        while let Some(chunk) = response.chunk().await? {
-            if body.len() + chunk.len() > MAX_TOKEN_RESPONSE_BYTES {
-                return Err(format!(
-                    "the token endpoint's answer is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes"
-                )
-                .into());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(answer.body(body)?)
+        Ok(response.body(answer.body)?)
     }
 }
 

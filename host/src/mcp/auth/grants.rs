@@ -18,7 +18,7 @@ use tokio::sync::Mutex;
 use super::assertion::{CLIENT_ASSERTION_TYPE, SigningKey};
 use super::{AuthFailure, BearerSource, Step, oauth};
 use crate::config::{AuthConfig, Grant, ServerConfig, TokenEndpointAuth};
-use crate::mcp::http::{describe_reqwest, printable};
+use crate::mcp::http::printable;
 
 pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -150,7 +150,7 @@ struct ErrorAnswer {
 /// POSTs a token request; failures name the step, the URL and the server's
 /// `error`/`error_description` (never the request, which carries credentials).
 pub async fn post(
-    http: &reqwest::Client,
+    http: &super::guarded_http::GuardedHttp,
     server: &str,
     step: Step,
     url: &str,
@@ -168,17 +168,9 @@ pub async fn post(
     if let Some((id, secret)) = &request.basic {
         builder = builder.basic_auth(id, Some(secret));
     }
-    let response = builder
-        .send()
-        .await
-        .map_err(|e| fail(format!("the request failed: {}", describe_reqwest(&e))))?;
-    let status = response.status();
-    let text = response.text().await.map_err(|e| {
-        fail(format!(
-            "reading the answer failed: {}",
-            describe_reqwest(&e)
-        ))
-    })?;
+    let response = http.send(builder).await.map_err(|e| fail(e.to_string()))?;
+    let status = response.status;
+    let text = response.text();
     if !status.is_success() {
         let detail = match serde_json::from_str::<ErrorAnswer>(&text) {
             Ok(e) => format!(
@@ -264,8 +256,7 @@ impl GrantBearer {
             .clone()
             .unwrap_or_else(|| metadata.token_endpoint.clone());
         let resource = oauth::server_url(&self.config)?.to_string();
-        let http = crate::mcp::http::client(&self.config)
-            .map_err(|e| AuthFailure::new(name, Step::Token, e))?;
+        let http = oauth::guarded_client(&self.config)?;
         let mut request = match auth.grant {
             Grant::ClientCredentials => TokenRequest::new("client_credentials"),
             Grant::JwtBearer => {
@@ -273,7 +264,7 @@ impl GrantBearer {
             }
             Grant::EnterpriseManaged => {
                 let id_jag = self
-                    .exchange_at_idp(&http, &auth, &issuer, &resource, &scopes)
+                    .exchange_at_idp(&auth, &issuer, &resource, &scopes)
                     .await?;
                 TokenRequest::new(JWT_BEARER_GRANT).param("assertion", id_jag)
             }
@@ -314,7 +305,6 @@ impl GrantBearer {
     /// the server's authorization server (`audience`) and the server itself (`resource`).
     async fn exchange_at_idp(
         &self,
-        http: &reqwest::Client,
         auth: &AuthConfig,
         audience: &str,
         resource: &str,
@@ -342,7 +332,11 @@ impl GrantBearer {
         idp_client
             .apply(&mut request, &endpoint)
             .map_err(|e| AuthFailure::new(name, Step::Token, e))?;
-        let answer = post(http, name, Step::Token, &endpoint, &request)
+        // The identity provider is the person's configuration, not a server's: no address
+        // policy, the same limits.
+        let http = super::guarded_http::GuardedHttp::for_configured_url(&self.config)
+            .map_err(|e| AuthFailure::new(name, Step::Config, e))?;
+        let answer = post(&http, name, Step::Token, &endpoint, &request)
             .await
             .map_err(|f| {
                 f.next("check your ID token (auth.assertion_file / assertion_env) and `auth.idp_client_id`")

@@ -78,6 +78,13 @@ impl AutoApproved {
         let session =
             oauth::authorization_session(name, &auth, &metadata, manager, request).await?;
         let auth_url = session.get_authorization_url().to_string();
+        super::fetch_policy::check_browser_url(&auth_url).map_err(|refusal| {
+            super::login::unusable_authorization_url(
+                name,
+                &metadata.authorization_endpoint,
+                refusal,
+            )
+        })?;
         let redirect = follow_once(&self.config, &auth_url)
             .await
             .map_err(|detail| {
@@ -125,25 +132,19 @@ impl AutoApproved {
 
 /// GETs the authorization URL without following redirects; the `Location` it answers with.
 async fn follow_once(config: &ServerConfig, url: &str) -> Result<String, String> {
-    crate::mcp::http::install_tls_provider();
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(config.connect_timeout)
-        .build()
-        .map_err(|e| crate::mcp::http::describe_reqwest(&e))?;
+    let client = super::guarded_http::GuardedHttp::for_server(config)?;
     let response = client
-        .get(url)
-        .send()
+        .send(client.get(url))
         .await
-        .map_err(|e| crate::mcp::http::describe_reqwest(&e))?;
-    if !response.status().is_redirection() {
+        .map_err(|e| e.to_string())?;
+    if !response.status.is_redirection() {
         return Err(format!(
             "the authorization server answered HTTP {} instead of redirecting back (it wants a person to sign in)",
-            response.status()
+            response.status
         ));
     }
     let location = response
-        .headers()
+        .headers
         .get(reqwest::header::LOCATION)
         .and_then(|v| v.to_str().ok())
         .ok_or("the redirect has no Location")?;

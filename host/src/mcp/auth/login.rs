@@ -121,6 +121,11 @@ pub async fn login(
     }
     let session = oauth::authorization_session(name, &auth, &metadata, manager, request).await?;
     let auth_url = session.get_authorization_url().to_string();
+    // The authorization endpoint comes from the server's metadata: a `javascript:` or `file:`
+    // URL there is never shown as a link nor handed to a browser.
+    super::fetch_policy::check_browser_url(&auth_url).map_err(|refusal| {
+        unusable_authorization_url(name, &metadata.authorization_endpoint, refusal)
+    })?;
 
     ui.say(&format!(
         "Sign in to `{name}` at {}:",
@@ -210,6 +215,21 @@ pub async fn login(
         .map_err(|e| store_failure(name, e))?
         .ok_or_else(|| store_failure(name, "the tokens were not stored"))?;
     Ok(SignedIn::from_entry(&entry))
+}
+
+/// An authorization URL rkmcp will not open, as a failure.
+pub fn unusable_authorization_url(
+    name: &str,
+    endpoint: &str,
+    refusal: super::fetch_policy::Refusal,
+) -> AuthFailure {
+    AuthFailure::new(
+        name,
+        Step::Authorization,
+        format!("the authorization server's sign-in page is not usable: {refusal}"),
+    )
+    .at(crate::mcp::http::printable(endpoint, 300))
+    .next("the authorization server is misconfigured or hostile (tell its operator)")
 }
 
 /// The server's `WWW-Authenticate` for an unauthenticated `initialize`, which carries the
@@ -380,8 +400,7 @@ async fn revoke_all(config: &ServerConfig, entries: &[Entry]) -> Result<(), Auth
     else {
         return Ok(()); // nothing to revoke at; deleting is all we can do
     };
-    let client = crate::mcp::http::client(config)
-        .map_err(|e| AuthFailure::new(name, Step::Revocation, e))?;
+    let client = oauth::guarded_client(config)?;
     for entry in entries {
         let Some(tokens) = &entry.credentials.token_response else {
             continue;
@@ -403,25 +422,22 @@ async fn revoke_all(config: &ServerConfig, entries: &[Entry]) -> Result<(), Auth
             let body = url::form_urlencoded::Serializer::new(String::new())
                 .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
                 .finish();
-            let response = request
-                .header(
-                    reqwest::header::CONTENT_TYPE,
-                    "application/x-www-form-urlencoded",
+            let response = client
+                .send(
+                    request
+                        .header(
+                            reqwest::header::CONTENT_TYPE,
+                            "application/x-www-form-urlencoded",
+                        )
+                        .body(body),
                 )
-                .body(body)
-                .send()
                 .await
                 .map_err(|e| {
-                    AuthFailure::new(
-                        name,
-                        Step::Revocation,
-                        crate::mcp::http::describe_reqwest(&e),
-                    )
-                    .at(&endpoint)
+                    AuthFailure::new(name, Step::Revocation, e.to_string()).at(&endpoint)
                 })?;
-            let status = response.status();
+            let status = response.status;
             if !status.is_success() {
-                let text = response.text().await.unwrap_or_default();
+                let text = response.text();
                 let detail = serde_json::from_str::<serde_json::Value>(&text)
                     .ok()
                     .map(|v| {

@@ -8,11 +8,12 @@ use oauth2::TokenResponse;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
     AuthorizationSession, CredentialStore, OAuthClientConfig, WWWAuthenticateParams,
-    default_oauth_http_client,
 };
 use tokio::sync::Mutex;
 
 use super::dpop::{DpopKey, TokenEndpointProofs};
+use super::fetch_policy::FetchPolicy;
+use super::guarded_http::{self, GuardedHttp};
 use super::store::{ServerStore, TokenStore};
 use super::{AuthFailure, BearerSource, Step, login_command};
 use crate::config::{AuthConfig, ServerConfig};
@@ -29,14 +30,21 @@ pub fn server_url(config: &ServerConfig) -> Result<url::Url, AuthFailure> {
     })
 }
 
-/// rmcp's manager for a server, with the token store attached.
+/// The guarded HTTP client for OAuth requests on behalf of `config`'s server.
+pub fn guarded_client(config: &ServerConfig) -> Result<GuardedHttp, AuthFailure> {
+    GuardedHttp::for_server(config)
+        .map_err(|detail| AuthFailure::new(&config.name, Step::Config, detail))
+}
+
+/// rmcp's manager for a server, with the token store attached. Every request it makes goes
+/// through [`GuardedHttp`]: the fetch policy of the server's URL, size and time limits.
 pub async fn manager(
     config: &ServerConfig,
     store: Option<ServerStore>,
 ) -> Result<AuthorizationManager, AuthFailure> {
-    super::super::http::install_tls_provider();
     let url = server_url(config)?;
-    let mut manager = AuthorizationManager::new(url.clone())
+    let client = std::sync::Arc::new(guarded_client(config)?);
+    let mut manager = AuthorizationManager::new_with_oauth_http_client(url.clone(), client)
         .await
         .map_err(|e| explain(&config.name, Step::Discovery, Some(url.as_str()), e))?;
     if let Some(store) = store {
@@ -49,9 +57,7 @@ pub async fn manager(
 /// server that advertises DPoP (`metadata`, from a discovery by a plain [`manager`]).
 ///
 /// Discovery runs again through this manager (rmcp keeps what it learned, such as the
-/// resource, inside the manager), but to the hosts the first discovery already checked: rmcp's
-/// own client, which refuses private addresses for public servers, vetted them, and a custom
-/// client cannot reuse that check.
+/// resource, inside the manager), through the same guarded client as every other request.
 pub async fn manager_with_proofs(
     config: &ServerConfig,
     metadata: &AuthorizationMetadata,
@@ -59,11 +65,9 @@ pub async fn manager_with_proofs(
 ) -> Result<AuthorizationManager, AuthFailure> {
     let url = server_url(config)?;
     let failed = |detail: String| AuthFailure::new(&config.name, Step::Token, detail);
-    let plain =
-        default_oauth_http_client().map_err(|e| explain(&config.name, Step::Token, None, e))?;
+    let guarded = std::sync::Arc::new(guarded_client(config)?);
     let proofs =
-        TokenEndpointProofs::new(std::sync::Arc::new(plain), &metadata.token_endpoint, key)
-            .map_err(failed)?;
+        TokenEndpointProofs::new(guarded, &metadata.token_endpoint, key).map_err(failed)?;
     AuthorizationManager::new_with_oauth_http_client(url.clone(), std::sync::Arc::new(proofs))
         .await
         .map_err(|e| explain(&config.name, Step::Discovery, Some(url.as_str()), e))
@@ -82,6 +86,26 @@ pub async fn discover(
     manager: &mut AuthorizationManager,
     challenge: Option<&str>,
 ) -> Result<AuthorizationMetadata, AuthFailure> {
+    // rmcp skips a `resource_metadata` it will not fetch and looks elsewhere; a server that
+    // points at an address it may not is told so instead.
+    if let Some(raw) = challenge.and_then(challenge_resource_metadata) {
+        let url = server_url(config)?;
+        if let Ok(target) = url.join(&raw)
+            && let Err(refusal) = FetchPolicy::for_server(&url).check_url(&target)
+        {
+            return Err(AuthFailure::new(
+                &config.name,
+                Step::Discovery,
+                format!(
+                    "the server's WWW-Authenticate challenge names its resource metadata at a URL rkmcp will not fetch: {refusal}"
+                ),
+            )
+            .at(target.as_str())
+            .next("the server's OAuth setup points somewhere rkmcp does not go (tell its operator)"));
+        }
+    }
+    // What the guarded client met before this discovery belongs to an earlier request.
+    guarded_http::take_problems(&config.name);
     let resolution = manager
         .resolve_metadata_from_challenge(challenge)
         .await
@@ -93,6 +117,9 @@ pub async fn discover(
             "the server publishes no OAuth metadata; using the 2025-03-26 default endpoints (/authorize, /token, /register)"
         );
     }
+    // Refused or failed candidates on the way to a usable one are not the reason for a
+    // later failure.
+    guarded_http::take_problems(&config.name);
     manager.set_metadata(resolution.metadata.clone());
     Ok(resolution.metadata)
 }
@@ -165,8 +192,66 @@ pub async fn authorization_session(
         })
 }
 
+/// The raw `resource_metadata` of a `WWW-Authenticate` challenge (rmcp's parser drops values
+/// it will not use, and this is about saying why).
+pub fn challenge_resource_metadata(challenge: &str) -> Option<String> {
+    let lower = challenge.to_ascii_lowercase();
+    let start = lower.find("resource_metadata=")? + "resource_metadata=".len();
+    let rest = challenge.get(start..)?.trim_start();
+    let value = match rest.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next()?,
+        None => rest.split([',', ' ', '\t']).next()?,
+    };
+    let value = value.trim();
+    (!value.is_empty()).then(|| value.to_string())
+}
+
 /// Translates rmcp's error into a failure naming the step, the URL and the next action.
+///
+/// What the guarded client cut off or refused on the way (rmcp flattens it into "Request
+/// failed") comes first: it is the reason.
 pub fn explain(server: &str, step: Step, url: Option<&str>, err: AuthError) -> AuthFailure {
+    let problems = guarded_http::take_problems(server);
+    if let Some(last) = problems.last()
+        && matches!(
+            err,
+            AuthError::DiscoveryRequestFailed { .. }
+                | AuthError::AuthorizationServersUnavailable { .. }
+                | AuthError::RegistrationFailed(_)
+                | AuthError::TokenExchangeFailed(_)
+                | AuthError::TokenRefreshFailed(_)
+                | AuthError::ClientCredentialsError(_)
+                | AuthError::InternalError(_)
+        )
+    {
+        let step = match err {
+            AuthError::DiscoveryRequestFailed { .. }
+            | AuthError::AuthorizationServersUnavailable { .. } => Step::Discovery,
+            AuthError::RegistrationFailed(_) => Step::Registration,
+            AuthError::TokenExchangeFailed(_) | AuthError::ClientCredentialsError(_) => Step::Token,
+            AuthError::TokenRefreshFailed(_) | AuthError::TokenRefreshRejected(_) => Step::Refresh,
+            _ => step,
+        };
+        let mut detail: Vec<String> = Vec::new();
+        for p in &problems {
+            let text = p.to_string();
+            if !detail.contains(&text) {
+                detail.push(text);
+            }
+        }
+        return AuthFailure::new(server, step, detail.join("; "))
+            .at(last.url.clone())
+            .next(match last.kind {
+                guarded_http::FetchErrorKind::Refused(_) => {
+                    "the server's OAuth setup points somewhere rkmcp does not go (tell its operator)"
+                }
+                guarded_http::FetchErrorKind::TooLarge(_)
+                | guarded_http::FetchErrorKind::TooSlow(_) => {
+                    "try again later; if it persists, the authorization server is misbehaving (tell its operator)"
+                }
+                guarded_http::FetchErrorKind::Failed(_) => "",
+            });
+    }
     let (step, detail, url) = match err {
         AuthError::DiscoveryRequestFailed { url, source } => (
             Step::Discovery,
@@ -181,14 +266,35 @@ pub fn explain(server: &str, step: Step, url: Option<&str>, err: AuthError) -> A
         AuthError::AuthorizationServersUnavailable {
             resource_metadata_url,
             authorization_servers,
-        } => (
-            Step::Discovery,
-            format!(
-                "none of the authorization servers it names ({}) publishes usable metadata",
-                authorization_servers.join(", ")
-            ),
-            Some(resource_metadata_url.to_string()),
-        ),
+        } => {
+            let policy = url
+                .and_then(|u| url::Url::parse(u).ok())
+                .map(|u| FetchPolicy::for_server(&u));
+            let refused: Vec<String> = authorization_servers
+                .iter()
+                .filter_map(|candidate| {
+                    let parsed = resource_metadata_url.join(candidate).ok()?;
+                    policy.as_ref()?.check_url(&parsed).err()
+                })
+                .map(|refusal| refusal.to_string())
+                .collect();
+            let detail = if refused.is_empty() {
+                format!(
+                    "none of the authorization servers it names ({}) publishes usable metadata",
+                    authorization_servers.join(", ")
+                )
+            } else {
+                format!(
+                    "the authorization servers it names are not usable: {}",
+                    refused.join("; ")
+                )
+            };
+            (
+                Step::Discovery,
+                detail,
+                Some(resource_metadata_url.to_string()),
+            )
+        }
         AuthError::RegistrationFailed(msg) => (Step::Registration, msg, url.map(String::from)),
         AuthError::TokenExchangeFailed(msg) => (Step::Token, msg, url.map(String::from)),
         AuthError::TokenRefreshFailed(msg) | AuthError::TokenRefreshRejected(msg) => {
@@ -480,4 +586,32 @@ pub fn more_scope_failure(
     .next(format!(
         "sign in again with that scope: {login}{scope_flags}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_raw_resource_metadata_of_a_challenge() {
+        let cases = [
+            (
+                r#"Bearer resource_metadata="http://169.254.169.254/latest", scope="a""#,
+                Some("http://169.254.169.254/latest"),
+            ),
+            (
+                "Bearer error=invalid_token, Resource_Metadata=https://x.example/prm",
+                Some("https://x.example/prm"),
+            ),
+            (r#"Bearer scope="a b""#, None),
+            (r#"Bearer resource_metadata="""#, None),
+        ];
+        for (challenge, expected) in cases {
+            assert_eq!(
+                challenge_resource_metadata(challenge).as_deref(),
+                expected,
+                "{challenge}"
+            );
+        }
+    }
 }
