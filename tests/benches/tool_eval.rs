@@ -29,7 +29,9 @@
 //! the rounds with llama.cpp's GBNF sampler instead of llguidance, `+copyN` sets `copy_bias = N`
 //! (the user's words get N added to their logits in rounds that may call; without it, rkmcp's
 //! default `auto`: 2 for a model file under 300 MiB, so `+copy0` turns grounding off), `+unnamed`
-//! turns off `named_tools` (a tool the message names is not forced). `--limit N` takes N
+//! turns off `named_tools` (a tool the message names is not forced); `+spans`, `+spans-results`,
+//! `+escape`, `+nums` and `+fill` set `value_spans = "message"` / `"message+results"`,
+//! `span_escape = "examples"`, `value_numbers = "message"` and `fill_named_optional = true`. `--limit N` takes N
 //! questions spread evenly over the set; `--tags a,b` only the questions with one of those tags; `--scores` prints each question's best tool-match score
 //! (what the explicit decision's gate and the shortlist see) and stops. Greedy decoding. Every configuration prints its
 //! generation speed (tok/s), so constrained and free generation compare within one run.
@@ -42,7 +44,8 @@ use std::time::Instant;
 use rkmcp::chat::ChatEngine;
 use rkmcp::chat::approval::{ApprovalConfig, Approver};
 use rkmcp::chat::settings::{
-    Auto, ChatSettings, CopyBias, GrammarEngine, Shortlist, ToolChoice, ToolDecision,
+    Auto, ChatSettings, CopyBias, GrammarEngine, Shortlist, SpanEscape, ToolChoice, ToolDecision,
+    ValueNumbers, ValueSpans,
 };
 use rkmcp::mcp::SessionManager;
 use rkmcp_llm::{ModelConfig, SamplingConfig, SharedBackend};
@@ -154,7 +157,16 @@ enum Mode {
 }
 
 /// What makes two configurations the same run: format, style, mode, shortlist, engine, bias.
-type SpecKey = (String, String, Mode, Shortlist, GrammarEngine, String, bool);
+type SpecKey = (
+    String,
+    String,
+    Mode,
+    Shortlist,
+    GrammarEngine,
+    String,
+    bool,
+    String,
+);
 
 #[derive(Debug, Clone)]
 struct Spec {
@@ -170,6 +182,10 @@ struct Spec {
     copy_bias: CopyBias,
     /// `+unnamed`: `named_tools = false`.
     named_tools: bool,
+    /// `+spans` (`value_spans = "message"`), `+spans-results` (`"message+results"`), `+escape`
+    /// (`span_escape = "examples"`), `+nums` (`value_numbers = "message"`), `+fill`
+    /// (`fill_named_optional = true`).
+    values: (ValueSpans, SpanEscape, ValueNumbers, bool),
 }
 
 fn parse_spec(full: &str) -> Result<Spec, String> {
@@ -177,11 +193,22 @@ fn parse_spec(full: &str) -> Result<Spec, String> {
     let mut engine = GrammarEngine::Llguidance;
     let mut copy_bias = CopyBias::Auto;
     let mut named_tools = true;
+    let mut values = (ValueSpans::Off, SpanEscape::None, ValueNumbers::Any, false);
     while let Some((head, suffix)) = s.rsplit_once('+') {
         if suffix == "gbnf" {
             engine = GrammarEngine::Gbnf;
         } else if suffix == "unnamed" {
             named_tools = false;
+        } else if suffix == "spans" {
+            values.0 = ValueSpans::Message;
+        } else if suffix == "spans-results" {
+            values.0 = ValueSpans::MessageResults;
+        } else if suffix == "escape" {
+            values.1 = SpanEscape::Examples;
+        } else if suffix == "nums" {
+            values.2 = ValueNumbers::Message;
+        } else if suffix == "fill" {
+            values.3 = true;
         } else if let Some(n) = suffix.strip_prefix("copy") {
             copy_bias = n
                 .parse::<f32>()
@@ -189,7 +216,7 @@ fn parse_spec(full: &str) -> Result<Spec, String> {
                 .map_err(|_| format!("`+{suffix}`: expected +copyN with a number N"))?;
         } else {
             return Err(format!(
-                "unknown suffix `+{suffix}` (+gbnf, +copyN, +unnamed)"
+                "unknown suffix `+{suffix}` (+gbnf, +copyN, +unnamed, +spans, +spans-results, +escape, +nums, +fill)"
             ));
         }
         s = head;
@@ -238,6 +265,7 @@ fn parse_spec(full: &str) -> Result<Spec, String> {
         engine,
         copy_bias,
         named_tools,
+        values,
     })
 }
 
@@ -260,6 +288,10 @@ fn settings_for(spec: &Spec) -> ChatSettings {
         grammar_engine: spec.engine,
         copy_bias: spec.copy_bias,
         named_tools: spec.named_tools,
+        value_spans: spec.values.0,
+        span_escape: spec.values.1,
+        value_numbers: spec.values.2,
+        fill_named_optional: spec.values.3,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()
@@ -1030,6 +1062,7 @@ async fn main() {
             spec.engine,
             format!("{:?}", spec.copy_bias),
             spec.named_tools,
+            format!("{:?}", spec.values),
         );
         if let Some((_, earlier)) = seen.iter().find(|(k, _)| *k == key) {
             eprintln!("[{}] same settings as {earlier}: not run again", spec.name);
