@@ -304,6 +304,42 @@ mod tests {
     }
 
     #[test]
+    fn value_grounding_reaches_the_llguidance_grammar_and_named_optionals_are_required() {
+        let (settings, mut plan) = setup(&["fx__echo"]);
+        plan.tools[0].input_schema = json!({"type": "object", "properties": {
+            "x": {"type": "string"}, "urgent": {"type": "boolean"}
+        }, "required": ["x"]});
+        let mut s = state(1, false, &[]);
+        let r = plan_round(&settings, &plan, caps(true), &s);
+        let guide = r.guide.unwrap();
+        assert!(!guide.contains("substring_words"), "{guide}");
+        let optional = r#"("," ws "\"urgent\"""#;
+        assert!(r.grammar.unwrap().contains(optional));
+        s.grounding = Some(Grounding {
+            message: "an urgent hello".into(),
+            spans: true,
+            ..Grounding::default()
+        });
+        s.fill_from = Some("an urgent hello".into());
+        let r = plan_round(&settings, &plan, caps(true), &s);
+        let guide = r.guide.unwrap();
+        assert!(
+            guide.contains(r#"{"substring_words":"an urgent hello"}"#),
+            "{guide}"
+        );
+        // `urgent` is required now: no optional group around it.
+        assert!(guide.contains(r#"WS? "," WS? gkv_"#), "{guide}");
+        assert!(!guide.contains(r#"(WS? "," WS? gkv_"#), "{guide}");
+        // The GBNF grammar (no spans) requires it too; the plan's tools are untouched.
+        let g = r.grammar.unwrap();
+        assert!(
+            !g.contains(optional) && g.contains(r#""\"urgent\"""#),
+            "{g}"
+        );
+        assert_eq!(plan.tools[0].input_schema["required"], json!(["x"]));
+    }
+
+    #[test]
     fn the_first_round_names_a_tool_or_answer_directly_greedily() {
         let (settings, plan) = setup(&["time__now", "fx__echo"]);
         let r = plan_round(&settings, &plan, caps(true), &state(1, false, &[]));

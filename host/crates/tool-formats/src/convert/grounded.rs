@@ -638,6 +638,75 @@ mod tests {
     }
 
     #[test]
+    fn the_grammar_spans_the_message_and_leaves_ungrounded_tools_to_json() {
+        use crate::ToolFormat;
+        use crate::convert::{GrammarMode, lark_grammar_grounded};
+        let tool = |name: &str, schema: Value| ToolDef {
+            name: name.into(),
+            description: None,
+            input_schema: schema,
+            annotations: None,
+        };
+        let tools = [
+            tool(
+                "note",
+                json!({"type": "object", "properties": {"text": {"type": "string"}, "n": {"type": "integer"}}, "required": ["text"]}),
+            ),
+            tool(
+                "ping",
+                json!({"type": "object", "properties": {"on": {"type": "boolean"}}}),
+            ),
+        ];
+        let g = Grounding {
+            message: "say \"hi\"\n3 times".into(),
+            spans: true,
+            numbers: true,
+            ..Grounding::default()
+        };
+        let out = lark_grammar_grounded(
+            ToolFormat::ToolCallJson,
+            &tools,
+            GrammarMode::CallOrAnswer,
+            Some(&g),
+        )
+        .unwrap();
+        assert!(
+            out.contains(
+                r#"%regex {"substring_words":"say \\\"hi\\\" 3 times"} & /[^ ](.*[^ ])?/"#
+            ),
+            "{out}"
+        );
+        assert!(out.contains(r#""\"n\"" WS? ":" WS? ("3")"#), "{out}");
+        assert!(out.contains(r#""\"text\"" WS? ":" WS? GSTR_"#), "{out}");
+        // `ping` has no grounded value: it stays in the call's JSON Schema.
+        let call = out.lines().find_map(|l| l.strip_prefix("call: ")).unwrap();
+        assert!(call.starts_with("%json {"), "{call}");
+        assert!(
+            call.contains(r#""ping""#) && !call.contains(r#""note""#),
+            "{call}"
+        );
+        assert!(call.contains(" | gcall_"), "{call}");
+        // Without anything grounded the grammar is the plain one.
+        let off = Grounding {
+            message: g.message.clone(),
+            ..Grounding::default()
+        };
+        assert_eq!(
+            lark_grammar_grounded(
+                ToolFormat::ToolCallJson,
+                &tools,
+                GrammarMode::CallOrAnswer,
+                Some(&off)
+            ),
+            crate::convert::lark_grammar_with(
+                ToolFormat::ToolCallJson,
+                &tools,
+                GrammarMode::CallOrAnswer
+            )
+        );
+    }
+
+    #[test]
     fn formats_in_descriptions_escape_unless_a_word_fits() {
         let tz = json!({"type": "string", "description": "IANA timezone name (e.g., 'America/New_York', 'Europe/London'). Use 'UTC' if none."});
         assert!(escapes("timezone", &tz, "", "What time is it in Tokyo?"));
