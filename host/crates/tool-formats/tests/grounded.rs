@@ -276,5 +276,7 @@ fn an_inactive_grounding_changes_nothing() {
     .unwrap();
     let text = "<tool_call>\n{\"name\": \"add_tags\", \"arguments\": {\"item\": \"sea\", \"tags\": [\"summer\"]}}\n</tool_call>";
     accepts(&g, text).unwrap_or_else(|e| panic!("{e}\n{g}"));
+    let invented = text.replace("\"sea\"", "\"ocean\"");
+    assert!(accepts(&g, &invented).is_err(), "{g}");
     assert!(accepts(&g, "A plain answer.").is_err());
 }
