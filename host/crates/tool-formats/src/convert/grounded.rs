@@ -294,9 +294,11 @@ fn shown_format(text: &str) -> Option<Vec<String>> {
     ]
     .iter()
     .any(|m| lower.contains(m));
-    if marked {
+    // Examples count when quoted: "an item such as a note, photo or file" shows none.
+    let examples = quoted(text);
+    if marked && !examples.is_empty() {
         shown = true;
-        for q in quoted(text) {
+        for q in examples {
             if !q.contains(' ') {
                 let s = shape(&q);
                 // A bare word would fit every word of the message: only the word itself.
@@ -725,5 +727,8 @@ mod tests {
         let calc = "Evaluate an arithmetic expression such as '(3 + 4) * 12' or 'sqrt(81)'.";
         assert!(escapes("expression", &plain, calc, "square root of 81"));
         assert!(!escapes("expression", &plain, calc, "Compute sqrt(144)"));
+        let tags =
+            "Add one or more tags (a list of words) to an item such as a note, photo or file.";
+        assert!(!escapes("item", &plain, tags, "Tag the photo beach.jpg"));
     }
 }
