@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use rkmcp_llm::{FinishReason, GenerateRequest, Message, SharedBackend, Stats};
 use rkmcp_plugin_host::{Detector, SchemaConverter};
-use rkmcp_tool_formats::convert::ToolDef;
+use rkmcp_tool_formats::convert::{Grounding, ToolDef};
 use rkmcp_tool_formats::{ToolCall, strip_reasoning};
 
 use super::approval::{ApprovalRequest, Approver, Verdict};
@@ -22,7 +22,7 @@ use super::generation::{self, Generated, Reading};
 use super::named::{self, ToolName};
 use super::prompt::{self, ToolPlan};
 use super::round::{self, RoundPlan, RoundState};
-use super::settings::ChatSettings;
+use super::settings::{ChatSettings, SpanEscape, ValueNumbers, ValueSpans};
 use super::transcript::{CallOutcome, CallRecord, Rejection, RoundRecord, Transcript, TurnRecord};
 use super::triage::{self, Disposition, Earlier, Proposal, Stop};
 use super::validate::{ArgumentValidator, Coercion};
@@ -356,6 +356,19 @@ impl ChatEngine {
         result
     }
 
+    /// What this turn's call values are tied to (`value_spans`, `span_escape`,
+    /// `value_numbers`), `None` when nothing is.
+    fn grounding(&self) -> Option<Grounding> {
+        let g = Grounding {
+            message: self.last_user_message().unwrap_or_default().to_string(),
+            results: Vec::new(),
+            spans: self.settings.value_spans != ValueSpans::Off,
+            escape: self.settings.span_escape == SpanEscape::Examples,
+            numbers: self.settings.value_numbers == ValueNumbers::Message,
+        };
+        g.active().then_some(g)
+    }
+
     /// The rounds of a turn: plan → generate → triage → approve and run → feed back, until the
     /// triage (or a cancellation) says stop.
     async fn run_rounds(
@@ -374,6 +387,11 @@ impl ChatEngine {
             string_bound: (self.copy_bias != 0.0)
                 .then(|| round::string_bound_for(self.last_user_message().unwrap_or_default())),
             named: record.named_tools.iter().map(|n| n.tool.clone()).collect(),
+            grounding: self.grounding(),
+            fill_from: self
+                .settings
+                .fill_named_optional
+                .then(|| self.last_user_message().unwrap_or_default().to_string()),
             ..RoundState::default()
         };
         let mut generations: Vec<Stats> = Vec::new();
@@ -581,6 +599,13 @@ impl ChatEngine {
                     {
                         state.excluded.push(call_record.name.clone());
                     }
+                }
+                // `value_spans = "message+results"`: later rounds may copy from what answered.
+                if call_record.outcome == CallOutcome::Ok
+                    && let Some(g) = state.grounding.as_mut()
+                    && self.settings.value_spans == ValueSpans::MessageResults
+                {
+                    g.results.push(message.content.clone());
                 }
                 slots[i] = Some(call_record);
                 feedback.push(message);

@@ -6,8 +6,8 @@ use rkmcp_format_infer::{FormatChoice, InferredFormat, choose_format, model_temp
 use rkmcp_llm::BackendInfo;
 use rkmcp_tool_formats::ToolFormat;
 use rkmcp_tool_formats::convert::{
-    GrammarMode, PromptStyle, ToolDef, gbnf_grammar_with, lark_grammar_with,
-    render_tool_section_for, rkllm_function_tools_json,
+    GrammarMode, Grounding, PromptStyle, ToolDef, gbnf_grammar_with, lark_grammar_grounded,
+    lark_grammar_with, render_tool_section_for, rkllm_function_tools_json,
 };
 
 use super::convert::PluginConversion;
@@ -303,7 +303,7 @@ pub fn grammar_for_round(
 /// The llguidance grammar allowing what the built-in GBNF grammar named `name` allows (as
 /// [`grammar_for_round`] chose it for `plan`), or `None` where there is none: a user's or a
 /// converter plugin's grammar (GBNF syntax), or a format without a grammar.
-pub fn guide_for(plan: &ToolPlan, name: &str) -> Option<String> {
+pub fn guide_for(plan: &ToolPlan, name: &str, grounding: Option<&Grounding>) -> Option<String> {
     let (mode, tools) = match name {
         "answer-only" => (GrammarMode::AnswerOnly, plan.tools.clone()),
         "call-only" => (GrammarMode::CallOnly, plan.tools.clone()),
@@ -318,7 +318,7 @@ pub fn guide_for(plan: &ToolPlan, name: &str) -> Option<String> {
             GrammarMode::CallOrAnswer => f.lark_grammar(&tools, true),
         };
     }
-    lark_grammar_with(plan.format, &tools, mode)
+    lark_grammar_grounded(plan.format, &tools, mode, grounding)
 }
 
 /// The tool list as RKLLM's `rkllm_set_function_tools` takes it, for backends with native tools.
@@ -388,7 +388,7 @@ mod tests {
             "{prompt}"
         );
         // The module's grammar would hold the model to another syntax: llguidance's own only.
-        assert!(guide_for(&plan, "call-or-answer").is_some_and(|g| g.contains("[CALL]")));
+        assert!(guide_for(&plan, "call-or-answer", None).is_some_and(|g| g.contains("[CALL]")));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The plan of one generation: which grammar holds it and at what temperature. Pure: decided from
 //! the settings, the tools and what happened earlier in the turn.
 use rkmcp_llm::Capabilities;
+use rkmcp_tool_formats::convert::{Grounding, fill_named_optional};
 use serde_json::Value;
 
 use super::prompt::{self, ToolPlan};
@@ -24,6 +25,11 @@ pub struct RoundState {
     /// The tools the user's message named ([`super::named`]): the first round may only call
     /// them, whatever the model would have decided.
     pub named: Vec<String>,
+    /// Values tied to the turn's text (`value_spans`, `value_numbers`): the llguidance grammar
+    /// of a JSON call format holds them ([`rkmcp_tool_formats::convert::grounded`]).
+    pub grounding: Option<Grounding>,
+    /// `fill_named_optional`: the user's message; optional parameters it names are required.
+    pub fill_from: Option<String>,
 }
 
 /// What the record calls a first round held to a call of the tools the user named.
@@ -78,6 +84,11 @@ pub fn plan_round(
             bound_strings(&mut t.input_schema, bound);
         }
     }
+    if let Some(message) = &state.fill_from {
+        for t in &mut held.tools {
+            fill_named_optional(&mut t.input_schema, message);
+        }
+    }
     // Every tool answered already: nothing is left to call.
     let answer_only = state.answer_only || (!excluded.is_empty() && held.tools.is_empty());
     // The user named a tool: the first round calls it (or one of them), as `tool_choice =
@@ -108,7 +119,7 @@ pub fn plan_round(
     // A round that must call, or that follows calls (results, rejections), is decoded greedily.
     let greedy = settings.greedy_tool_rounds
         && (state.round > 1 || matches!(name, "call-only" | "tool-or-answer_directly"));
-    let guide = guide(settings, backend, offered, name);
+    let guide = guide(settings, backend, offered, name, state.grounding.as_ref());
     let name = if named && name == "call-only" {
         NAMED_TOOL
     } else {
@@ -156,12 +167,13 @@ fn guide(
     backend: Capabilities,
     plan: &ToolPlan,
     name: &str,
+    grounding: Option<&Grounding>,
 ) -> Option<String> {
     let wanted = settings.grammar_engine == GrammarEngine::Llguidance && backend.llguidance;
     if !wanted {
         return None;
     }
-    prompt::guide_for(plan, name)
+    prompt::guide_for(plan, name, grounding)
 }
 
 /// What holds the round, for the record: `none` when neither engine got a grammar (a format
@@ -183,7 +195,7 @@ pub fn plan_answer_after_decision(
     round: u32,
 ) -> RoundPlan {
     let (grammar, name) = prompt::grammar_for_round(settings, plan, backend.grammar, round, true);
-    let guide = guide(settings, backend, plan, name);
+    let guide = guide(settings, backend, plan, name, None);
     RoundPlan {
         grammar_name: held_by(name, &grammar, &guide).to_string(),
         guide,
@@ -246,6 +258,8 @@ mod tests {
             excluded: excluded.iter().map(|s| s.to_string()).collect(),
             string_bound: None,
             named: Vec::new(),
+            grounding: None,
+            fill_from: None,
         }
     }
 
@@ -287,6 +301,42 @@ mod tests {
                 .get("maxLength")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn value_grounding_reaches_the_llguidance_grammar_and_named_optionals_are_required() {
+        let (settings, mut plan) = setup(&["fx__echo"]);
+        plan.tools[0].input_schema = json!({"type": "object", "properties": {
+            "x": {"type": "string"}, "urgent": {"type": "boolean"}
+        }, "required": ["x"]});
+        let mut s = state(1, false, &[]);
+        let r = plan_round(&settings, &plan, caps(true), &s);
+        let guide = r.guide.unwrap();
+        assert!(!guide.contains("substring_words"), "{guide}");
+        let optional = r#"("," ws "\"urgent\"""#;
+        assert!(r.grammar.unwrap().contains(optional));
+        s.grounding = Some(Grounding {
+            message: "an urgent hello".into(),
+            spans: true,
+            ..Grounding::default()
+        });
+        s.fill_from = Some("an urgent hello".into());
+        let r = plan_round(&settings, &plan, caps(true), &s);
+        let guide = r.guide.unwrap();
+        assert!(
+            guide.contains(r#"{"substring_words":"an urgent hello"}"#),
+            "{guide}"
+        );
+        // `urgent` is required now: no optional group around it.
+        assert!(guide.contains(r#"WS? "," WS? gkv_"#), "{guide}");
+        assert!(!guide.contains(r#"(WS? "," WS? gkv_"#), "{guide}");
+        // The GBNF grammar (no spans) requires it too; the plan's tools are untouched.
+        let g = r.grammar.unwrap();
+        assert!(
+            !g.contains(optional) && g.contains(r#""\"urgent\"""#),
+            "{g}"
+        );
+        assert_eq!(plan.tools[0].input_schema["required"], json!(["x"]));
     }
 
     #[test]

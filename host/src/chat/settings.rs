@@ -297,6 +297,48 @@ pub enum GrammarEngine {
     Gbnf,
 }
 
+/// `value_spans`: whether string values the schema leaves open (no `enum`, `const`, `format`,
+/// `pattern`) must be spans of whole words of the turn's text (llguidance grammars of the JSON
+/// call formats; see `rkmcp_tool_formats::convert::grounded`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ValueSpans {
+    /// Free strings.
+    #[default]
+    #[serde(rename = "off")]
+    Off,
+    /// Spans of the user's message.
+    #[serde(rename = "message")]
+    Message,
+    /// Spans of the user's message or of a tool result earlier in the turn.
+    #[serde(rename = "message+results")]
+    MessageResults,
+}
+
+/// `span_escape`: which grounded strings may still be free text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpanEscape {
+    /// None: every open string is a span.
+    #[default]
+    None,
+    /// A parameter whose description (or the tool's, right after its name) shows a format or
+    /// examples (`YYYY-MM-DD`, `e.g. 'America/New_York'`) that no word of the message has the
+    /// shape of.
+    Examples,
+}
+
+/// `value_numbers`: which numbers a call may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ValueNumbers {
+    /// Any number the schema allows.
+    #[default]
+    Any,
+    /// One of the numbers the message writes in digits (`$1,000` → 1000), when it has any that
+    /// fit; any number otherwise.
+    Message,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ChatSettings {
@@ -326,6 +368,18 @@ pub struct ChatSettings {
     /// backend), so a small model copies values from the message instead of inventing them
     /// (`auto`: [`CopyBias::TINY`] for a tiny model, none for others).
     pub copy_bias: CopyBias,
+    /// String values the schema leaves open are spans of the user's message (`message`), or
+    /// also of the turn's earlier tool results (`message+results`); `off`: free strings.
+    pub value_spans: ValueSpans,
+    /// With `value_spans`: `examples` lets a parameter stay free text when its description
+    /// shows a format or examples no word of the message fits; `none`: always spans.
+    pub span_escape: SpanEscape,
+    /// `message`: a number is one of the numbers in the user's message (when it has any that
+    /// fit); `any`: any number.
+    pub value_numbers: ValueNumbers,
+    /// Optional parameters the user's message names (`urgent`, `2 passengers`, or one of an
+    /// enum's values) must be written.
+    pub fill_named_optional: bool,
     /// Generate → call → feed back, at most this many times per user turn.
     pub max_rounds: u32,
     /// Rounds that must call (a forced call, the explicit decision) and rounds that answer from
@@ -378,6 +432,10 @@ impl Default for ChatSettings {
             constrained_decoding: true,
             grammar_engine: GrammarEngine::Llguidance,
             copy_bias: CopyBias::Auto,
+            value_spans: ValueSpans::Off,
+            span_escape: SpanEscape::None,
+            value_numbers: ValueNumbers::Any,
+            fill_named_optional: false,
             greedy_tool_rounds: true,
             max_rounds: 5,
             max_fix_attempts: 2,
@@ -429,6 +487,51 @@ mod tests {
         assert_eq!(CopyBias::Auto.resolve(Some(2 << 30)), 0.0);
         assert_eq!(CopyBias::Auto.resolve(None), 0.0);
         assert_eq!(CopyBias::Fixed(0.0).resolve(Some(1)), 0.0);
+    }
+
+    #[test]
+    fn value_grounding_settings_take_their_names() {
+        let parse = |t: &str| toml::from_str::<ChatSettings>(t);
+        let d = parse("").unwrap();
+        assert_eq!(
+            (
+                d.value_spans,
+                d.span_escape,
+                d.value_numbers,
+                d.fill_named_optional
+            ),
+            (ValueSpans::Off, SpanEscape::None, ValueNumbers::Any, false)
+        );
+        let s = parse(
+            "value_spans = \"message+results\"\nspan_escape = \"examples\"\nvalue_numbers = \"message\"\nfill_named_optional = true",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                s.value_spans,
+                s.span_escape,
+                s.value_numbers,
+                s.fill_named_optional
+            ),
+            (
+                ValueSpans::MessageResults,
+                SpanEscape::Examples,
+                ValueNumbers::Message,
+                true
+            )
+        );
+        assert_eq!(
+            parse("value_spans = \"message\"").unwrap().value_spans,
+            ValueSpans::Message
+        );
+        for (bad, known) in [
+            ("value_spans = \"results\"", "message+results"),
+            ("span_escape = \"all\"", "examples"),
+            ("value_numbers = \"some\"", "message"),
+        ] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(err.contains(known), "{bad}: {err}");
+        }
     }
 
     #[test]

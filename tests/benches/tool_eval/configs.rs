@@ -1,6 +1,7 @@
 //! Configurations: `FORMAT[/STYLE][:MODE][@N][+SUFFIX…]` and the chat settings they mean.
 use rkmcp::chat::settings::{
-    Auto, ChatSettings, CopyBias, GrammarEngine, Shortlist, ToolChoice, ToolDecision,
+    Auto, ChatSettings, CopyBias, GrammarEngine, Shortlist, SpanEscape, ToolChoice, ToolDecision,
+    ValueNumbers, ValueSpans,
 };
 use rkmcp_tool_formats::ToolFormat;
 use rkmcp_tool_formats::convert::PromptStyle;
@@ -30,8 +31,40 @@ pub enum Mode {
     Required,
 }
 
-/// What makes two configurations the same run: format, style, mode, shortlist, engine, bias.
-pub type SpecKey = (String, String, Mode, Shortlist, GrammarEngine, String, bool);
+/// What makes two configurations the same run: format, style, mode, shortlist, engine, bias,
+/// named tools, value settings.
+pub type SpecKey = (
+    String,
+    String,
+    Mode,
+    Shortlist,
+    GrammarEngine,
+    String,
+    bool,
+    String,
+);
+
+/// `+spans` (`value_spans = "message"`), `+spans-results` (`"message+results"`), `+escape`
+/// (`span_escape = "examples"`), `+nums` (`value_numbers = "message"`), `+fill`
+/// (`fill_named_optional = true`).
+#[derive(Debug, Clone, Copy)]
+pub struct ValueSettings {
+    pub spans: ValueSpans,
+    pub escape: SpanEscape,
+    pub numbers: ValueNumbers,
+    pub fill_named_optional: bool,
+}
+
+impl Default for ValueSettings {
+    fn default() -> Self {
+        Self {
+            spans: ValueSpans::Off,
+            escape: SpanEscape::None,
+            numbers: ValueNumbers::Any,
+            fill_named_optional: false,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -47,6 +80,7 @@ pub struct Spec {
     pub copy_bias: CopyBias,
     /// `+unnamed`: `named_tools = false`.
     pub named_tools: bool,
+    pub values: ValueSettings,
 }
 
 /// What the `+SUFFIX` parts of a configuration set.
@@ -55,6 +89,7 @@ pub struct Suffixes {
     pub engine: GrammarEngine,
     pub copy_bias: CopyBias,
     pub named_tools: bool,
+    pub values: ValueSettings,
 }
 
 /// Splits the `+SUFFIX` parts off a configuration (`auto:explicit@auto+copy0+gbnf`): returns
@@ -65,12 +100,23 @@ pub fn parse_suffixes(full: &str) -> Result<(&str, Suffixes), String> {
         engine: GrammarEngine::Llguidance,
         copy_bias: CopyBias::Auto,
         named_tools: true,
+        values: ValueSettings::default(),
     };
     while let Some((head, suffix)) = s.rsplit_once('+') {
         if suffix == "gbnf" {
             out.engine = GrammarEngine::Gbnf;
         } else if suffix == "unnamed" {
             out.named_tools = false;
+        } else if suffix == "spans" {
+            out.values.spans = ValueSpans::Message;
+        } else if suffix == "spans-results" {
+            out.values.spans = ValueSpans::MessageResults;
+        } else if suffix == "escape" {
+            out.values.escape = SpanEscape::Examples;
+        } else if suffix == "nums" {
+            out.values.numbers = ValueNumbers::Message;
+        } else if suffix == "fill" {
+            out.values.fill_named_optional = true;
         } else if let Some(n) = suffix.strip_prefix("copy") {
             out.copy_bias = n
                 .parse::<f32>()
@@ -78,7 +124,7 @@ pub fn parse_suffixes(full: &str) -> Result<(&str, Suffixes), String> {
                 .map_err(|_| format!("`+{suffix}`: expected +copyN with a number N"))?;
         } else {
             return Err(format!(
-                "unknown suffix `+{suffix}` (+gbnf, +copyN, +unnamed)"
+                "unknown suffix `+{suffix}` (+gbnf, +copyN, +unnamed, +spans, +spans-results, +escape, +nums, +fill)"
             ));
         }
         s = head;
@@ -132,6 +178,7 @@ pub fn parse_spec(full: &str) -> Result<Spec, String> {
         engine: suffixes.engine,
         copy_bias: suffixes.copy_bias,
         named_tools: suffixes.named_tools,
+        values: suffixes.values,
     })
 }
 
@@ -154,6 +201,10 @@ pub fn settings_for(spec: &Spec) -> ChatSettings {
         grammar_engine: spec.engine,
         copy_bias: spec.copy_bias,
         named_tools: spec.named_tools,
+        value_spans: spec.values.spans,
+        span_escape: spec.values.escape,
+        value_numbers: spec.values.numbers,
+        fill_named_optional: spec.values.fill_named_optional,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()

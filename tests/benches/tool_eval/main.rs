@@ -48,7 +48,9 @@
 //! the rounds with llama.cpp's GBNF sampler instead of llguidance, `+copyN` sets `copy_bias = N`
 //! (the user's words get N added to their logits in rounds that may call; without it, rkmcp's
 //! default `auto`: 2 for a model file under 300 MiB, so `+copy0` turns grounding off), `+unnamed`
-//! turns off `named_tools` (a tool the message names is not forced); suffixes are parsed in
+//! turns off `named_tools` (a tool the message names is not forced); `+spans`, `+spans-results`,
+//! `+escape`, `+nums` and `+fill` set `value_spans = "message"` / `"message+results"`,
+//! `span_escape = "examples"`, `value_numbers = "message"` and `fill_named_optional = true`; suffixes are parsed in
 //! `configs::parse_suffixes`. `--limit N` takes N questions spread evenly over each selected
 //! part; `--tags a,b` only the questions with one of those tags; `--scores` prints each
 //! question's best tool-match score (what the explicit decision's gate and the shortlist see) and
@@ -362,6 +364,7 @@ async fn main() {
                     spec.engine,
                     format!("{:?}", spec.copy_bias),
                     spec.named_tools,
+                    format!("{:?}", spec.values),
                 );
                 if let Some((_, earlier)) = seen.iter().find(|(k, i)| *k == key && *i != si) {
                     eprintln!(

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::ToolDef;
 use super::gbnf::GrammarMode;
+use super::grounded::{Builder, Grounding};
 use crate::ToolFormat;
 use crate::formats::grammar::lit;
 use crate::formats::{Grammar, LarkShape};
@@ -22,6 +23,17 @@ pub fn lark_grammar_with(
     format: ToolFormat,
     tools: &[ToolDef],
     mode: GrammarMode,
+) -> Option<String> {
+    lark_grammar_grounded(format, tools, mode, None)
+}
+
+/// [`lark_grammar_with`], with the values of JSON calls tied to the turn's text where
+/// `grounding` says so ([`super::grounded`]); formats with rules of their own are not grounded.
+pub fn lark_grammar_grounded(
+    format: ToolFormat,
+    tools: &[ToolDef],
+    mode: GrammarMode,
+    grounding: Option<&Grounding>,
 ) -> Option<String> {
     if tools.is_empty() {
         return None;
@@ -34,7 +46,16 @@ pub fn lark_grammar_with(
     if mode == GrammarMode::AnswerOnly {
         return Some(format!("start: ANSWER\n{answer}"));
     }
-    let variants: Vec<Value> = tools
+    let mut builder = grounding.filter(|g| g.active()).map(Builder::new);
+    let mut grounded_calls = Vec::new();
+    let mut plain = Vec::new();
+    for t in tools {
+        match builder.as_mut().and_then(|b| b.call(t, shape.args_key)) {
+            Some(rule) => grounded_calls.push(rule),
+            None => plain.push(t),
+        }
+    }
+    let variants: Vec<Value> = plain
         .iter()
         .map(|t| {
             let mut args = t.input_schema.clone();
@@ -61,9 +82,15 @@ pub fn lark_grammar_with(
         GrammarMode::CallOnly => ("calls", shape.one_call),
         _ => ("calls | ANSWER", shape.calls),
     };
+    let mut call = grounded_calls;
+    if !variants.is_empty() {
+        call.insert(0, format!("%json {schema}"));
+    }
+    let rules = builder.map(Builder::finish).unwrap_or_default();
     Some(format!(
-        "start: {start}\ncalls: {}\ncall: %json {schema}\nWS: /[ \\t\\n]{{1,20}}/\n{answer}",
-        lark_body(calls)
+        "start: {start}\ncalls: {}\ncall: {}\nWS: /[ \\t\\n]{{1,20}}/\n{answer}{rules}",
+        lark_body(calls),
+        call.join(" | ")
     ))
 }
 

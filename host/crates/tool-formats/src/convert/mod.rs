@@ -10,11 +10,13 @@ use serde_json::{Map, Value, json};
 use crate::ToolFormat;
 
 mod gbnf;
+pub mod grounded;
 mod lark;
 mod result;
 
 pub use gbnf::{GrammarMode, gbnf_grammar, gbnf_grammar_with, json_schema_for_calls};
-pub use lark::{close_objects, lark_grammar_with};
+pub use grounded::{Grounding, fill_named_optional};
+pub use lark::{close_objects, lark_grammar_grounded, lark_grammar_with};
 pub use result::{
     CallToolResultLike, ContentItem, DEFAULT_RESULT_LIMIT, EmbeddedResource, ResultOptions,
     format_tool_result, format_tool_result_with, result_body, truncate_text_content,
