@@ -166,7 +166,7 @@ impl PageToOpen {
         };
         let mut warnings = Vec::new();
         if host.split('.').any(|label| label.starts_with("xn--")) {
-            let (unicode, _) = idna::domain_to_unicode(host);
+            let unicode = url::quirks::domain_to_unicode(host);
             warnings.push(format!(
                 "the host is an internationalised name, written `{}` in its own letters: such \
                  names can imitate another site's; the site is the ASCII name above",
