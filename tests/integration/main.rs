@@ -31,6 +31,7 @@ mod plugin_detector_native_equals_component;
 mod plugin_hardening;
 mod plugin_host;
 mod plugin_js_guard;
+mod plugin_lock;
 mod plugin_python_guard;
 mod plugin_sandbox;
 mod plugin_scaffold;

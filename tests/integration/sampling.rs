@@ -11,7 +11,7 @@ use rkmcp::chat::sampling::{
     Answer, Prepared, RequestChoice, Sampler, SamplingApprover, SamplingPolicy, SamplingSettings,
 };
 use rkmcp::mcp::SessionManager;
-use rkmcp_llm::{GenerateRequest, LlmError, Message, ModelConfig, SharedBackend};
+use rkmcp_llm::{FinishReason, GenerateRequest, LlmError, Message, ModelConfig, SharedBackend};
 use rkmcp_tests::*;
 use serde_json::{Value, json};
 
@@ -287,6 +287,49 @@ async fn one_generation_at_a_time_the_second_waits_or_gives_up() {
     let waited = backend.generate_within(short, Duration::from_secs(120));
     assert!(first.finish().await.is_ok());
     assert!(waited.finish().await.is_ok());
+}
+
+/// The user's own turn never waits behind a server's sampling: a generation giving way (what
+/// the sampler starts) is stopped when the user's generation needs the model.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_users_turn_stops_a_sampling_generation_instead_of_waiting_for_it() {
+    let backend = model().await;
+    let mut long = GenerateRequest::new(vec![Message::user("Count from one to one hundred.")]);
+    long.max_new_tokens = Some(400);
+    long.stop.clear();
+    let sampling = backend.generate_giving_way(long, Duration::from_secs(60));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let users = backend
+        .generate_within(
+            GenerateRequest::new(vec![Message::user("Hi")]),
+            Duration::from_secs(120),
+        )
+        .finish()
+        .await
+        .expect("the user's generation runs");
+    assert!(!users.text.is_empty());
+    let stopped = sampling.finish().await.expect("stopped, not failed");
+    assert_eq!(stopped.finish, FinishReason::Aborted, "{}", stopped.text);
+    assert!(stopped.stats.generated_tokens < 400, "{:?}", stopped.stats);
+}
+
+/// A server is held to its budget of requests per minute, even when it is auto-approved; the
+/// refusal names the setting.
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_beyond_a_servers_budget_per_minute_are_refused_naming_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        "auto_approve = [\"client\"]\nmax_tokens = 8\nrequests_per_minute = 1",
+    );
+    let manager = start(&config, model().await, None).await;
+    let args = json!({"text_to_summarize": "The cat sat on the mat."});
+    let first = call(&manager, "client__summarize", args.clone()).await;
+    assert!(first.contains("\"assistant\""), "{first}");
+    let second = refused_call(&manager, "client__summarize", args).await;
+    assert!(second.contains("requests_per_minute = 1"), "{second}");
+    assert!(second.contains("server `client`"), "{second}");
+    manager.shutdown().await;
 }
 
 /// `rkmcp chat` on a pseudo-terminal.

@@ -145,18 +145,11 @@ fn cut_long_strings(value: &Value, max: usize) -> (Value, usize) {
     (shown, cut)
 }
 
-/// Text from a server or plugin with control characters escaped, so it cannot move the cursor,
-/// clear the screen or fake a prompt.
+/// Text from a server or plugin on one line, with control characters, bidi overrides and
+/// isolates, direction marks and line separators escaped (see `rkmcp_term_safe`), so it cannot
+/// move the cursor, clear the screen, fake a prompt or read in another order than it is.
 pub(crate) fn printable(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+    rkmcp_term_safe::sanitize_inline(text).into_owned()
 }
 
 /// Like [`printable`], but keeps line breaks.
@@ -322,12 +315,13 @@ mod tests {
     fn escapes_control_characters_and_indents_multi_line_reasons() {
         let mut r = request(json!({}));
         r.tool = "evil\x1b[2Jtool".into();
-        r.exposed_name = "renamed".into();
-        let text = render_request(&r, "guard `g` asks: Sure?\nline two\x07");
+        r.exposed_name = "re\u{202e}named".into();
+        let text = render_request(&r, "guard `g` asks: Sure?\nline two\x07\u{2066}");
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
-        assert!(text.contains("evil\\u{1b}[2Jtool"), "{text}");
-        assert!(text.contains("(the model calls it renamed)"), "{text}");
-        assert!(text.contains("\n             line two\\u{7}\n"), "{text}");
+        assert!(!text.contains('\u{202e}') && !text.contains('\u{2066}'), "{text:?}");
+        assert!(text.contains("evil\\x1b[2Jtool"), "{text}");
+        assert!(text.contains("(the model calls it re\\u{202e}named)"), "{text}");
+        assert!(text.contains("\n             line two\\x07\\u{2066}\n"), "{text}");
     }
 
     #[test]

@@ -89,15 +89,29 @@ pub fn fill(server: &str, form: &Form) -> FormOutcome {
     }
 }
 
-/// URL mode: shows the URL and asks whether to open it; accepting means the user goes there
-/// (the server confirms completion with a notification later, waited for by the caller).
+/// URL mode: shows where the URL really goes and asks whether to open it; accepting means the
+/// user goes there (the server confirms completion with a notification later, waited for by the
+/// caller). A URL that is not a web page (`javascript:`, `file:`, a custom scheme) or not a URL
+/// is declined without asking.
 pub fn open_url(server: &str, message: &str, url: &str) -> FormOutcome {
+    let page = match PageToOpen::read(url) {
+        Ok(page) => page,
+        Err(why) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n── server `{}` asked you to open {}: declined, {why} ──",
+                printable(server),
+                printable(url)
+            );
+            return FormOutcome::Decline;
+        }
+    };
     let _ = writeln!(
         std::io::stderr(),
-        "\n── server `{}` asks you to open a page ──\n{}\n  {}",
+        "\n── server `{}` asks you to open a page ──\n{}\n{}",
         printable(server),
         printable_lines(message),
-        printable(url)
+        page.describe()
     );
     let choice = inquire::Select::new(
         "Go there?",
@@ -111,7 +125,7 @@ pub fn open_url(server: &str, message: &str, url: &str) -> FormOutcome {
     .prompt_skippable();
     match choice {
         Ok(Some("open it in the browser")) => {
-            if let Err(e) = open_in_browser(url) {
+            if let Err(e) = open_in_browser(&page.url) {
                 let _ = writeln!(
                     std::io::stderr(),
                     "could not start a browser ({e}); open the URL above yourself"
@@ -125,9 +139,75 @@ pub fn open_url(server: &str, message: &str, url: &str) -> FormOutcome {
     }
 }
 
+/// Where a URL from a server really leads, as a person must see it before going there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PageToOpen {
+    /// The URL as the browser gets it: parsed and written out again, the host in its ASCII
+    /// (punycode) form, so what is shown is what is opened.
+    url: String,
+    /// `https://host[:port]`, the host in ASCII.
+    site: String,
+    /// Things about the URL that can mislead (an internationalised host name, a user name
+    /// before the host, no encryption).
+    warnings: Vec<String>,
+}
+
+impl PageToOpen {
+    fn read(raw: &str) -> Result<Self, String> {
+        let url = url::Url::parse(raw.trim()).map_err(|e| format!("it is not a valid URL ({e})"))?;
+        let scheme = url.scheme();
+        if scheme != "https" && scheme != "http" {
+            return Err(format!(
+                "it is a `{scheme}:` URL, not a web page (only https and http pages are opened)"
+            ));
+        }
+        let Some(host) = url.host_str() else {
+            return Err("it names no host".into());
+        };
+        let mut warnings = Vec::new();
+        if host.split('.').any(|label| label.starts_with("xn--")) {
+            let unicode = url::quirks::domain_to_unicode(host);
+            warnings.push(format!(
+                "the host is an internationalised name, written `{}` in its own letters: such \
+                 names can imitate another site's; the site is the ASCII name above",
+                printable(&unicode)
+            ));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            warnings.push(format!(
+                "the URL puts `{}@` before the host: that is a user name, not the site; the site \
+                 is {host}",
+                printable(url.username())
+            ));
+        }
+        if scheme == "http" {
+            warnings.push("the page is not encrypted (http, not https)".into());
+        }
+        let site = match url.port() {
+            Some(port) => format!("{scheme}://{host}:{port}"),
+            None => format!("{scheme}://{host}"),
+        };
+        Ok(Self {
+            url: url.to_string(),
+            site,
+            warnings,
+        })
+    }
+
+    fn describe(&self) -> String {
+        let mut text = format!("  site: {}\n  page: {}", printable(&self.site), printable(&self.url));
+        for warning in &self.warnings {
+            text.push_str("\n  note: ");
+            text.push_str(warning);
+        }
+        text
+    }
+}
+
 fn open_in_browser(url: &str) -> std::io::Result<()> {
     // Only web URLs are handed to the desktop: a `file:` or custom-scheme URL from a server
-    // could start something else.
+    // could start something else. (`PageToOpen::read` refused those already; this stays as the
+    // last line before a process is started.)
     if !(url.starts_with("https://") || url.starts_with("http://")) {
         return Err(std::io::Error::other("only http(s) URLs are opened"));
     }
@@ -272,5 +352,54 @@ fn ask(field: &Field) -> Result<Option<Value>, ()> {
         Ok(Some(v)) => Ok(v),
         // Esc (or Ctrl-C, or a terminal error) on any question cancels the whole form.
         Ok(None) | Err(_) => Err(()),
+    }
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::PageToOpen;
+
+    #[test]
+    fn an_internationalised_host_is_shown_in_ascii_and_named_as_such() {
+        // "pаypal" with a Cyrillic а.
+        let page = PageToOpen::read("https://p\u{430}ypal.com/login").unwrap();
+        assert!(page.site.starts_with("https://xn--"), "{page:?}");
+        assert!(page.url.starts_with(&page.site), "{page:?}");
+        let text = page.describe();
+        assert!(text.contains("internationalised name"), "{text}");
+        assert!(text.contains("p\u{430}ypal.com"), "{text}");
+        let plain = PageToOpen::read("https://example.com/a?b=c").unwrap();
+        assert_eq!(plain.site, "https://example.com");
+        assert!(plain.warnings.is_empty(), "{plain:?}");
+    }
+
+    #[test]
+    fn a_user_name_before_the_host_is_not_taken_for_the_site() {
+        let page = PageToOpen::read("https://accounts.google.com@evil.example:8443/x").unwrap();
+        assert_eq!(page.site, "https://evil.example:8443");
+        let text = page.describe();
+        assert!(text.contains("`accounts.google.com@` before the host"), "{text}");
+        assert!(text.contains("the site is evil.example"), "{text}");
+    }
+
+    #[test]
+    fn only_web_pages_are_offered() {
+        for url in [
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "vscode://x/y",
+            "data:text/html,hi",
+            "not a url",
+        ] {
+            assert!(PageToOpen::read(url).is_err(), "{url}");
+        }
+        let http = PageToOpen::read("http://127.0.0.1:8080/cb").unwrap();
+        assert!(http.describe().contains("not encrypted"), "{http:?}");
+    }
+
+    #[test]
+    fn control_and_bidi_characters_in_the_url_are_escaped() {
+        let page = PageToOpen::read("https://example.com/\u{202e}fdp.exe").unwrap();
+        assert!(!page.describe().contains('\u{202e}'), "{page:?}");
     }
 }

@@ -15,6 +15,7 @@
 //! For `.rkllm` models the runtime library is found as described in [`rkllm`].
 pub mod backend;
 pub mod config;
+mod priority;
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod rkllm;
@@ -165,11 +166,15 @@ pub fn open_backend(config: &ModelConfig) -> Result<Box<dyn Backend>, LlmError> 
 /// One at a time is a property of the runtimes (RKLLM cannot run two generations on one handle;
 /// llama.cpp's context holds one KV cache), so a second generation — a server's sampling request
 /// while the user's answer is being written, or the reverse — waits its turn, for at most
-/// [`SharedBackend::generate_within`]'s `wait`, and then fails with [`LlmError::Busy`].
+/// [`SharedBackend::generate_within`]'s `wait`, and then fails with [`LlmError::Busy`]. The user's
+/// own generations come first: one started with [`SharedBackend::generate_giving_way`] (a
+/// server's sampling request) is stopped when a user's generation needs the model (see
+/// [`priority`]).
 #[derive(Clone)]
 pub struct SharedBackend {
     inner: Arc<tokio::sync::Mutex<Box<dyn Backend>>>,
     info: BackendInfo,
+    priority: Arc<priority::Priority>,
 }
 
 /// How long [`SharedBackend::generate`] waits for a generation already running.
@@ -210,6 +215,7 @@ impl SharedBackend {
         Self {
             inner: Arc::new(tokio::sync::Mutex::new(backend)),
             info,
+            priority: Arc::default(),
         }
     }
 
@@ -231,21 +237,53 @@ impl SharedBackend {
     }
 
     /// [`generate`](Self::generate), waiting at most `wait` for the model to be free; then the
-    /// stream ends with [`LlmError::Busy`].
+    /// stream ends with [`LlmError::Busy`]. A generation giving way that holds the model is
+    /// stopped first.
     pub fn generate_within(
         &self,
         request: GenerateRequest,
         wait: std::time::Duration,
     ) -> GenerationStream {
+        self.start(request, wait, false)
+    }
+
+    /// A generation for someone other than the user (a server's sampling request): it waits for
+    /// the model like any other, but a user's generation that needs the model while it runs
+    /// stops it ([`FinishReason::Aborted`]), so the user's turn never waits behind it.
+    pub fn generate_giving_way(
+        &self,
+        request: GenerateRequest,
+        wait: std::time::Duration,
+    ) -> GenerationStream {
+        self.start(request, wait, true)
+    }
+
+    fn start(
+        &self,
+        request: GenerateRequest,
+        wait: std::time::Duration,
+        gives_way: bool,
+    ) -> GenerationStream {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let abort = AbortHandle::new();
         let inner = Arc::clone(&self.inner);
+        let priority = Arc::clone(&self.priority);
         let task_abort = abort.clone();
         let task = tokio::spawn(async move {
-            let mut backend = tokio::time::timeout(wait, inner.lock_owned())
-                .await
-                .map_err(|_| LlmError::Busy { waited: wait })?;
+            let mut backend = match Arc::clone(&inner).try_lock_owned() {
+                Ok(backend) => backend,
+                Err(_) if gives_way => tokio::time::timeout(wait, inner.lock_owned())
+                    .await
+                    .map_err(|_| LlmError::Busy { waited: wait })?,
+                Err(_) => {
+                    let _waiting = priority.wait_first();
+                    tokio::time::timeout(wait, inner.lock_owned())
+                        .await
+                        .map_err(|_| LlmError::Busy { waited: wait })?
+                }
+            };
             tokio::task::spawn_blocking(move || {
+                let _running = gives_way.then(|| priority.run_giving_way(&task_abort));
                 backend.generate(&request, &task_abort, &mut |chunk| {
                     // The receiver may be gone (caller only wants the result): keep generating.
                     let _ = tx.send(chunk.to_string());

@@ -26,6 +26,12 @@ pub struct PluginsConfig {
     pub pooling: bool,
     /// Per plugin name: what the user grants. Nothing is granted to a plugin without an entry.
     pub grants: BTreeMap<String, Grant>,
+    /// The plugin lock (approved digests and grants; see [`crate::lock`]); default
+    /// `$XDG_CONFIG_HOME/rkmcp/plugins.lock`.
+    pub lock_file: Option<PathBuf>,
+    /// Refuse plugins the lock has no entry for (default: only plugins with an entry are held
+    /// to it; a file dropped into a plugin folder by hand loads).
+    pub require_approval: bool,
 }
 
 impl Default for PluginsConfig {
@@ -39,6 +45,8 @@ impl Default for PluginsConfig {
             quarantine_window_s: 60,
             pooling: false,
             grants: BTreeMap::new(),
+            lock_file: None,
+            require_approval: false,
         }
     }
 }
@@ -164,6 +172,14 @@ impl PluginsConfig {
                 no_read: false,
             });
         }
+        if let Some(lock) = &self.lock_file {
+            // A plugin that could write the lock could approve itself.
+            out.push(Protected {
+                path: normalize(lock),
+                what: "the plugin lock",
+                no_read: false,
+            });
+        }
         if let Some(c) = xdg_dir("XDG_CONFIG_HOME", ".config") {
             out.push(Protected {
                 path: normalize(&c.join("rkmcp")),
@@ -172,6 +188,13 @@ impl PluginsConfig {
             });
         }
         out
+    }
+
+    /// Where the plugin lock is (`None`: no config folder, so no lock).
+    pub fn resolved_lock_file(&self) -> Option<PathBuf> {
+        self.lock_file.clone().or_else(|| {
+            xdg_dir("XDG_CONFIG_HOME", ".config").map(|d| d.join("rkmcp").join("plugins.lock"))
+        })
     }
 
     pub fn grant(&self, name: &str) -> Grant {

@@ -121,11 +121,15 @@ impl Runtime {
         })
     }
 
-    /// Loads the component at `path`, from the disk cache when possible. A small index entry per
-    /// plugin path remembers the content hash for the file's (size, mtime, inode), so a cache hit
-    /// neither reads nor hashes the `.wasm` (which can be megabytes with debug info); any change
-    /// to the file falls back to hashing its content.
-    pub fn load_file(&self, path: &Path) -> anyhow::Result<(Component, CacheOutcome)> {
+    /// Loads the component at `path`, from the disk cache when possible, with the SHA-256 (hex)
+    /// of the content it was compiled from. A small index entry per plugin path remembers the
+    /// content hash for the file's (size, mtime, inode), so a cache hit neither reads nor hashes
+    /// the `.wasm` (which can be megabytes with debug info); any change to the file falls back to
+    /// hashing its content. The digest is always that of the bytes compiled (or of the bytes the
+    /// cached artifact was compiled from): the file is read once, and the stamp recorded for it
+    /// is taken from the same open file, so a file swapped while it loads cannot pair one
+    /// content's digest with another's code.
+    pub fn load_file(&self, path: &Path) -> anyhow::Result<(Component, CacheOutcome, String)> {
         let meta =
             std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
         let stamp = file_stamp(&meta);
@@ -138,18 +142,17 @@ impl Runtime {
             && let Ok(text) = std::fs::read_to_string(index)
             && let Some((seen, key)) = text.trim().rsplit_once(' ')
             && seen == stamp
-            && let Some(hit) = self.cached(path, key)
+            && let Some((component, outcome)) = self.cached(path, key)
         {
-            return Ok(hit);
+            return Ok((component, outcome, key.to_string()));
         }
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let out = self.load(path, &bytes)?;
+        let (bytes, stamp) = read_with_stamp(path)?;
+        let (component, outcome) = self.load(path, &bytes)?;
+        let key = hex::encode(Sha256::digest(&bytes));
         if let Some(index) = &index {
-            let key = hex::encode(Sha256::digest(&bytes));
             let _ = write_atomically(index, format!("{stamp} {key}\n").as_bytes());
         }
-        Ok(out)
+        Ok((component, outcome, key))
     }
 
     /// Compiles `bytes` (a component) or loads its compiled form from the disk cache.
@@ -324,6 +327,20 @@ impl ArtifactDigest {
     }
 }
 
+/// The file's content and the stamp of that very file (one open handle: a rename over the path
+/// while it is read does not mix two files).
+fn read_with_stamp(path: &Path) -> anyhow::Result<(Vec<u8>, String)> {
+    use std::io::Read;
+    let read = || -> std::io::Result<(Vec<u8>, String)> {
+        let mut file = std::fs::File::open(path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        let stamp = file_stamp(&file.metadata()?);
+        Ok((bytes, stamp))
+    };
+    read().with_context(|| format!("cannot read {}", path.display()))
+}
+
 fn file_stamp(meta: &std::fs::Metadata) -> String {
     use std::os::unix::fs::MetadataExt;
     format!(
@@ -362,7 +379,7 @@ fn record_verified(verified_file: &Path, identity: &str) {
 /// Writes through a unique temporary file and a rename: another thread or process may be
 /// storing the same entry, and writing into a file that someone has already renamed into
 /// place (and mapped) would change code under their feet.
-fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = file.parent().unwrap_or(Path::new("."));
     crate::trust::create_private_dir(dir)?;

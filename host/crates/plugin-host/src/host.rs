@@ -24,6 +24,31 @@ use crate::wit::{Versioned, latest, per_version, v0_1_0};
 mod reload;
 pub use reload::{PluginVersion, Reload};
 
+use crate::lock::{LockEntry, PluginLock, grant_lines};
+
+/// Whether a load is held to the plugin lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lock {
+    /// A plugin loaded from the folders to run (chat, serve, reload, `plugins list`).
+    Held,
+    /// A file the user named in `plugins check` or `plugins inspect`.
+    NotHeld,
+}
+
+/// What `rkmcp plugins approve NAME` would record ([`PluginHost::pending_approval`]).
+#[derive(Debug, Clone)]
+pub struct PendingApproval {
+    pub name: String,
+    pub path: PathBuf,
+    pub lock_file: PathBuf,
+    /// What the lock holds now.
+    pub previous: Option<LockEntry>,
+    /// The file's digest now.
+    pub sha256: String,
+    /// The grants the config gives it now.
+    pub grants: Vec<String>,
+}
+
 /// Where a plugin stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "state", content = "reason")]
@@ -89,6 +114,9 @@ pub struct PluginInfo {
     pub status: PluginStatus,
     /// How the compiled code was obtained on this load.
     pub cache: Option<CacheOutcome>,
+    /// SHA-256 (hex) of the content loaded, the digest the plugin lock records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
     /// Faults seen since rkmcp started, and the last one.
     pub faults: u64,
     pub last_fault: Option<String>,
@@ -213,8 +241,10 @@ impl PluginHost {
     pub async fn check(&self, path: &Path) -> anyhow::Result<CheckReport> {
         let name = plugin_name(path)?;
         let start = Instant::now();
+        // An explicit check of a file the user names is their consent to run it once: the lock
+        // holds plugins loaded from the folders, not this.
         let loaded = self
-            .load_file(&name, path)
+            .load_file_with(&name, path, Lock::NotHeld)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let load_ms = start.elapsed().as_secs_f64() * 1e3;
         let start = Instant::now();
@@ -304,8 +334,18 @@ impl PluginHost {
         o.entry(name.to_string()).or_default().clone()
     }
 
-    /// Loads (or reuses, if the file did not change) a plugin with its grant applied.
+    /// Loads (or reuses, if the file did not change) a plugin with its grant applied, held to
+    /// the plugin lock.
     fn load_file(&self, name: &str, path: &Path) -> Result<Arc<Loaded>, PluginError> {
+        self.load_file_with(name, path, Lock::Held)
+    }
+
+    fn load_file_with(
+        &self,
+        name: &str,
+        path: &Path,
+        lock: Lock,
+    ) -> Result<Arc<Loaded>, PluginError> {
         let grant = self.inner.config.grant(name);
         if grant.enabled == Some(false) {
             return Err(PluginError::unusable(
@@ -324,20 +364,90 @@ impl PluginHost {
         let meta = std::fs::metadata(path)
             .map_err(|e| PluginError::unusable(name, format!("{}: {e}", path.display())))?;
         let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
-        if let Ok(cache) = self.inner.loaded.lock()
-            && let Some((m, l, loaded)) = cache.get(path)
-            && (*m, *l) == stamp
-        {
-            return Ok(loaded.clone());
-        }
-        let loaded = Arc::new(
-            self.load_uncached(name, path, &grant, health)
-                .map_err(|e| PluginError::unusable(name, format!("{e:#}")))?,
-        );
-        if let Ok(mut cache) = self.inner.loaded.lock() {
-            cache.insert(path.to_path_buf(), (stamp.0, stamp.1, loaded.clone()));
+        let cached = self
+            .inner
+            .loaded
+            .lock()
+            .ok()
+            .and_then(|cache| cache.get(path).cloned())
+            .filter(|(m, l, _)| (*m, *l) == stamp)
+            .map(|(_, _, loaded)| loaded);
+        let loaded = match cached {
+            Some(loaded) => loaded,
+            None => {
+                let loaded = Arc::new(
+                    self.load_uncached(name, path, &grant, health)
+                        .map_err(|e| PluginError::unusable(name, format!("{e:#}")))?,
+                );
+                if let Ok(mut cache) = self.inner.loaded.lock() {
+                    cache.insert(path.to_path_buf(), (stamp.0, stamp.1, loaded.clone()));
+                }
+                loaded
+            }
+        };
+        // Judged on the digest of the code that was compiled (never on a second read of the
+        // file), and on every load, cached or not: an approval or a grant can change between two.
+        if lock == Lock::Held {
+            self.judge(name, &loaded.sha256, &grant)
+                .map_err(|message| PluginError::unusable(name, message))?;
         }
         Ok(loaded)
+    }
+
+    /// Whether the plugin lock lets this content run with this grant.
+    fn judge(&self, name: &str, sha256: &str, grant: &Grant) -> Result<(), String> {
+        let config = &self.inner.config;
+        let Some(file) = config.resolved_lock_file() else {
+            return Ok(());
+        };
+        let lock = PluginLock::load(&file)?;
+        match lock
+            .judge(name, sha256, &grant_lines(grant))
+            .refusal(name, config.require_approval)
+        {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        }
+    }
+
+    /// What approving the current `NAME.wasm` would record, against what the lock holds now.
+    pub fn pending_approval(&self, name: &str) -> anyhow::Result<PendingApproval> {
+        let Some((_, path)) = self.plugin_files().into_iter().find(|(n, _)| n == name) else {
+            anyhow::bail!(
+                "no {name}.wasm in the plugin folders ({})",
+                self.inner
+                    .config
+                    .plugin_dirs()
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        };
+        let Some(lock_file) = self.inner.config.resolved_lock_file() else {
+            anyhow::bail!("no config folder for the plugin lock: set XDG_CONFIG_HOME or HOME");
+        };
+        let bytes = std::fs::read(&path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+        let lock = PluginLock::load(&lock_file).map_err(anyhow::Error::msg)?;
+        let grants = grant_lines(&self.inner.config.grant(name));
+        Ok(PendingApproval {
+            name: name.to_string(),
+            path,
+            lock_file,
+            previous: lock.plugins.get(name).cloned(),
+            sha256,
+            grants,
+        })
+    }
+
+    /// Records an approval in the lock (read again and written atomically, so entries other
+    /// commands wrote meanwhile are kept).
+    pub fn record_approval(&self, approval: &PendingApproval) -> anyhow::Result<()> {
+        let mut lock = PluginLock::load(&approval.lock_file).map_err(anyhow::Error::msg)?;
+        lock.approve(&approval.name, &approval.sha256, approval.grants.clone());
+        lock.save(&approval.lock_file).map_err(anyhow::Error::msg)
     }
 
     fn load_uncached(
@@ -348,7 +458,7 @@ impl PluginHost {
         health: Arc<Health>,
     ) -> anyhow::Result<Loaded> {
         let rt = &self.inner.rt;
-        let (component, cache) = rt.load_file(path)?;
+        let (component, cache, sha256) = rt.load_file(path)?;
         let (kind, version) = kind_of(path, &component, &rt.engine)?;
         let manifest = manifest::load_beside(path)?;
         let settings = settings_for(&self.inner.protected, name, kind, grant, manifest.as_ref())?;
@@ -390,6 +500,7 @@ impl PluginHost {
             version,
             component,
             cache,
+            sha256,
             pre,
             settings,
             output: self.output(name),
@@ -412,6 +523,7 @@ impl PluginHost {
             grants: summarize(&grant),
             status: PluginStatus::Ready,
             cache: None,
+            sha256: None,
             faults,
             last_fault,
             output_lines_logged: output.stats.lines_logged.load(Ordering::Relaxed),
@@ -428,8 +540,9 @@ impl PluginHost {
             let rt = &self.inner.rt;
             trusted_plugin_file(path)
                 .and_then(|()| rt.load_file(path).map_err(|e| format!("{e:#}")))
-                .map(|(c, cache)| {
+                .map(|(c, cache, sha256)| {
                     info.cache = Some(cache);
+                    info.sha256 = Some(sha256);
                     c
                 })
                 .and_then(|c| {
@@ -439,11 +552,15 @@ impl PluginHost {
                     Ok(c)
                 })
         } else {
-            self.load_file(name, path)
+            // `inspect` names a file itself (like `check`); a plugin found in the folders is
+            // shown as it would load, lock included.
+            let lock = if with_world { Lock::NotHeld } else { Lock::Held };
+            self.load_file_with(name, path, lock)
                 .map(|l| {
                     info.kind = Some(l.kind);
                     info.contract_version = Some(l.version.clone());
                     info.cache = Some(l.cache);
+                    info.sha256 = Some(l.sha256.clone());
                     l.component.clone()
                 })
                 .map_err(|e| match e {

@@ -33,6 +33,7 @@ pub mod grants;
 mod handles;
 mod host;
 pub mod kind;
+pub mod lock;
 pub mod manifest;
 mod plugin;
 mod state;
@@ -47,6 +48,7 @@ pub use handles::{
     PluginConnection, ProposedCall, SchemaConverter, ToolAnnotations, ToolCall, Transport,
 };
 pub use host::{
-    CheckReport, GrantSummary, PluginHost, PluginInfo, PluginStatus, PluginVersion, Reload,
+    CheckReport, GrantSummary, PendingApproval, PluginHost, PluginInfo, PluginStatus,
+    PluginVersion, Reload,
 };
 pub use kind::{PluginKind, SUPPORTED_VERSIONS};

@@ -123,6 +123,8 @@ pub struct Loaded {
     pub version: String,
     pub component: Component,
     pub cache: CacheOutcome,
+    /// SHA-256 (hex) of the content `component` was compiled from.
+    pub sha256: String,
     pub pre: KindPre,
     pub settings: Settings,
     pub output: Arc<OutputLimiter>,

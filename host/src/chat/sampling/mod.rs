@@ -7,8 +7,10 @@
 //!
 //! A sampling generation is separate from the user's conversation: it gets its own messages, it
 //! does not reuse the KV cache, and nothing of it is added to the chat history. The backend runs
-//! one generation at a time, so a request waits for the user's generation (and the reverse) for at
-//! most `[sampling] wait`.
+//! one generation at a time: a request waits for the user's generation for at most
+//! `[sampling] wait`, but never the reverse — a user's turn that needs the model stops a sampling
+//! generation (the server gets an error saying so). Each server is held to a budget of requests
+//! and tokens per minute ([`budget`]), so approving it once does not hand it the model.
 //!
 //! Commands without a model of their own (`tools call`, `resources read`, `prompts get`) serve
 //! sampling too ([`Sampler::on_demand`]): the model is loaded by the first request the policy
@@ -16,6 +18,7 @@
 //! is refused before any loading.
 #![allow(deprecated)] // sampling is deprecated by SEP-2577, but servers still use it.
 
+pub mod budget;
 pub mod policy;
 pub mod request;
 
@@ -145,11 +148,10 @@ impl Sampler {
         server: &str,
         params: &CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, SamplingError> {
-        let (decision, max_tokens, wait) = {
+        let (decision, wait) = {
             let policy = self.policy();
             (
                 policy.decide(server, self.approver.is_some()),
-                policy.max_tokens(params.max_tokens),
                 policy.settings.wait,
             )
         };
@@ -159,6 +161,30 @@ impl Sampler {
             Decision::Allow => None,
             Decision::Ask => self.approver.clone(),
         };
+        // Charged before the user is asked: a server asking over and over is held to its budget
+        // too, and the person is not asked more often than it allows.
+        let admitted = self
+            .policy()
+            .admit(server, params.max_tokens)
+            .map_err(SamplingError::Denied)?;
+        let mut generated = 0;
+        let result = self
+            .run(server, params, admitted.max_tokens, wait, ask, &mut generated)
+            .await;
+        self.policy().settle(&admitted, generated);
+        result
+    }
+
+    /// The admitted request: the model, the user's approval when asked, the generation.
+    async fn run(
+        &self,
+        server: &str,
+        params: &CreateMessageRequestParams,
+        max_tokens: u32,
+        wait: std::time::Duration,
+        ask: Option<Arc<dyn SamplingApprover>>,
+        generated: &mut u32,
+    ) -> Result<CreateMessageResult, SamplingError> {
         let backend = self.backend(server).await?;
         let format = ToolPlan::new(&self.settings, backend.info(), Vec::new()).format;
         let mut prepared = request::prepare(server, params, max_tokens, format)?;
@@ -179,7 +205,13 @@ impl Sampler {
                 }
             }
         }
-        let (answer, finish) = self.generate(backend, &prepared, wait).await?;
+        let (answer, finish, tokens) = self.generate(backend, &prepared, wait).await?;
+        *generated = tokens;
+        if finish == rkmcp_llm::FinishReason::Aborted {
+            return Err(SamplingError::Interrupted {
+                server: server.to_string(),
+            });
+        }
         if let Some(approver) = &ask
             && !approver.review_answer(server, &answer).await
         {
@@ -202,7 +234,7 @@ impl Sampler {
         backend: &SharedBackend,
         prepared: &Prepared,
         wait: std::time::Duration,
-    ) -> Result<(Answer, rkmcp_llm::FinishReason), SamplingError> {
+    ) -> Result<(Answer, rkmcp_llm::FinishReason, u32), SamplingError> {
         let info = backend.info();
         let settings = ChatSettings {
             system_prompt: prepared.system_prompt.clone(),
@@ -237,15 +269,17 @@ impl Sampler {
         }
         let server = prepared.server.clone();
         let generation = backend
-            .generate_within(request, wait)
+            // The user's own turn comes first: it stops this generation if it needs the model.
+            .generate_giving_way(request, wait)
             .finish()
             .await
             .map_err(|source| SamplingError::Model {
                 server: server.clone(),
                 source,
             })?;
+        let tokens = generation.stats.generated_tokens;
         if !offers_tools {
-            return Ok((Answer::Text(generation.text), generation.finish));
+            return Ok((Answer::Text(generation.text), generation.finish, tokens));
         }
         let opts = rkmcp_tool_formats::DetectorOptions::for_tools(&plan.tools);
         let mut detector = ResponseDetector::builtin(plan.format, &opts);
@@ -270,9 +304,13 @@ impl Sampler {
             }
         }
         if calls.is_empty() {
-            Ok((Answer::Text(text.trim().to_string()), generation.finish))
+            Ok((
+                Answer::Text(text.trim().to_string()),
+                generation.finish,
+                tokens,
+            ))
         } else {
-            Ok((Answer::ToolUse(calls), generation.finish))
+            Ok((Answer::ToolUse(calls), generation.finish, tokens))
         }
     }
 }

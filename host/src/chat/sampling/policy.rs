@@ -1,10 +1,12 @@
 //! Who may have the local model write for them: the `[sampling]` table and the decision for one
 //! request. Pure data, so the rules are tested without a model or a terminal.
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
+
+use super::budget::{Admitted, SamplingBudget};
 
 /// `[sampling]` in the config.
 #[derive(Debug, Clone, Deserialize)]
@@ -17,8 +19,13 @@ pub struct SamplingSettings {
     pub auto_approve: Vec<String>,
     /// A cap on a request's `maxTokens` (the server's number is used when smaller).
     pub max_tokens: u32,
-    /// How long a request waits for the model when the user's own generation holds it (and how
-    /// long the user's generation waits for a sampling one), in seconds.
+    /// Requests one server may make in any 60 seconds (asked or approved, run or declined).
+    pub requests_per_minute: u32,
+    /// Tokens one server may have generated in any 60 seconds; a request gets at most what is
+    /// left.
+    pub tokens_per_minute: u32,
+    /// How long a request waits for the model when the user's own generation holds it, in
+    /// seconds. (The user's generation never waits for a sampling one: it stops it.)
     #[serde(with = "secs")]
     pub wait: Duration,
 }
@@ -29,6 +36,8 @@ impl Default for SamplingSettings {
             enabled: true,
             auto_approve: Vec::new(),
             max_tokens: 512,
+            requests_per_minute: 10,
+            tokens_per_minute: 4096,
             wait: Duration::from_secs(60),
         }
     }
@@ -66,10 +75,22 @@ pub struct SamplingPolicy {
     pub settings: SamplingSettings,
     auto: GlobSet,
     allowed_for_session: BTreeSet<String>,
+    budget: SamplingBudget,
 }
 
 impl SamplingPolicy {
     pub fn new(settings: SamplingSettings) -> Result<Self, String> {
+        for (key, value) in [
+            ("requests_per_minute", settings.requests_per_minute),
+            ("tokens_per_minute", settings.tokens_per_minute),
+        ] {
+            if value == 0 {
+                return Err(format!(
+                    "[sampling] {key} must be at least 1 (to refuse every request, set \
+                     `enabled = false`)"
+                ));
+            }
+        }
         let mut builder = GlobSetBuilder::new();
         for pattern in &settings.auto_approve {
             let glob = Glob::new(pattern).map_err(|e| {
@@ -81,6 +102,7 @@ impl SamplingPolicy {
             .build()
             .map_err(|e| format!("[sampling] auto_approve: {e}"))?;
         Ok(Self {
+            budget: SamplingBudget::new(settings.requests_per_minute, settings.tokens_per_minute),
             settings,
             auto,
             allowed_for_session: BTreeSet::new(),
@@ -117,6 +139,18 @@ impl SamplingPolicy {
     /// The server's `maxTokens` within the configured cap.
     pub fn max_tokens(&self, requested: u32) -> u32 {
         requested.clamp(1, self.settings.max_tokens.max(1))
+    }
+
+    /// Charges a request that was not refused to the server's budget: its `maxTokens` within the
+    /// cap and what is left of the minute's tokens, or why it must wait.
+    pub fn admit(&mut self, server: &str, requested: u32) -> Result<Admitted, String> {
+        let max_tokens = self.max_tokens(requested);
+        self.budget.admit(server, max_tokens, Instant::now())
+    }
+
+    /// The request is done, having generated `generated` tokens.
+    pub fn settle(&mut self, admitted: &Admitted, generated: u32) {
+        self.budget.settle(admitted, generated);
     }
 }
 
@@ -181,5 +215,19 @@ mod tests {
         let err = toml::from_str::<SamplingSettings>("wait = -1").unwrap_err();
         assert!(err.to_string().contains("positive"), "{err}");
         assert!(toml::from_str::<SamplingSettings>("max_token = 3").is_err());
+        let err = SamplingPolicy::new(toml::from_str("requests_per_minute = 0").unwrap())
+            .unwrap_err();
+        assert!(err.contains("requests_per_minute must be at least 1"), "{err}");
+        assert!(err.contains("enabled = false"), "{err}");
+    }
+
+    #[test]
+    fn admitted_requests_are_capped_and_counted_per_server() {
+        let mut p = policy("max_tokens = 100\nrequests_per_minute = 1\ntokens_per_minute = 50");
+        let admitted = p.admit("ev", 5000).unwrap();
+        assert_eq!(admitted.max_tokens, 50);
+        let err = p.admit("ev", 10).unwrap_err();
+        assert!(err.contains("requests_per_minute = 1"), "{err}");
+        assert_eq!(p.admit("other", 10).unwrap().max_tokens, 10);
     }
 }

@@ -43,6 +43,11 @@ pub enum SamplingError {
     },
     #[error("sampling request from server `{server}`: the user declined the generated answer")]
     AnswerRejected { server: String },
+    #[error(
+        "sampling request from server `{server}` stopped: the user's own turn needed the model \
+         (it always comes first); send the request again later"
+    )]
+    Interrupted { server: String },
 }
 
 impl SamplingError {
@@ -55,7 +60,9 @@ impl SamplingError {
             SamplingError::Unsupported { .. } | SamplingError::Empty { .. } => {
                 rmcp::model::ErrorCode::INVALID_PARAMS
             }
-            SamplingError::Model { .. } | SamplingError::ModelLoad { .. } => {
+            SamplingError::Model { .. }
+            | SamplingError::ModelLoad { .. }
+            | SamplingError::Interrupted { .. } => {
                 rmcp::model::ErrorCode::INTERNAL_ERROR
             }
         };

@@ -7,7 +7,10 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use rkmcp_plugin_host::{FileMode, PluginHost, PluginInfo, PluginStatus, PluginsConfig};
+use rkmcp_plugin_host::lock::{grant_lines, short};
+use rkmcp_plugin_host::{
+    FileMode, PendingApproval, PluginHost, PluginInfo, PluginStatus, PluginsConfig,
+};
 use rkmcp_term_safe::sanitize_inline as clean;
 
 use super::UsageError;
@@ -177,6 +180,22 @@ pub fn install(host: &PluginHost, path: &Path, replace: bool) -> anyhow::Result<
     }
     std::fs::rename(&staged, &dest)
         .map_err(|e| anyhow::anyhow!("cannot move the component to {}: {e}", dest.display()))?;
+    // The digest of the very bytes that were checked (the staged copy, renamed into place).
+    let recorded = match (&info.sha256, host.config().resolved_lock_file()) {
+        (Some(sha256), Some(lock_file)) => {
+            let approval = PendingApproval {
+                name: name.to_string(),
+                path: dest.clone(),
+                lock_file: lock_file.clone(),
+                previous: None,
+                sha256: sha256.clone(),
+                grants: grant_lines(&host.config().grant(name)),
+            };
+            host.record_approval(&approval)?;
+            Some((short(sha256), lock_file))
+        }
+        _ => None,
+    };
 
     println!(
         "installed {} ({}, rkmcp:plugin@{}) to {}",
@@ -225,6 +244,13 @@ pub fn install(host: &PluginHost, path: &Path, replace: bool) -> anyhow::Result<
             "granted:   {} (from [plugins.grants.{}])",
             parts.join("; "),
             key(name)
+        );
+    }
+    if let Some((sha256, lock_file)) = recorded {
+        println!(
+            "approved:  sha256 {sha256} recorded in {} (a changed file is not run until `rkmcp plugins approve {}`)",
+            lock_file.display(),
+            clean(name)
         );
     }
     if let Some(snippet) = grant_snippet(&info) {

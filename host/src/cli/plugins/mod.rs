@@ -1,5 +1,6 @@
-//! `rkmcp plugins list|inspect|check|new|install|grant` — the WebAssembly plugins in the plugin
-//! folders, and making, installing and granting them.
+//! `rkmcp plugins list|inspect|check|new|install|grant|approve` — the WebAssembly plugins in the
+//! plugin folders, and making, installing, granting and approving them.
+mod approve;
 mod install;
 mod new;
 
@@ -100,6 +101,24 @@ pub enum PluginsCommand {
         #[arg(long, value_name = "VAR")]
         env: Vec<String>,
         /// Write without asking (for scripts; required without a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Approve a plugin's current file and grants after it changed.
+    ///
+    /// rkmcp records each installed plugin's SHA-256 and the grants approved with it in the
+    /// plugin lock ($XDG_CONFIG_HOME/rkmcp/plugins.lock, or [plugins] lock_file). A plugin whose
+    /// file changed since (a new version copied over it, or anything else writing there), or
+    /// whose config grants it more than was approved, is not run until you approve it here.
+    /// Shows the old and new digest and the grant differences, then asks. `install` and `grant`
+    /// record their own changes; with [plugins] require_approval = true, plugins without an
+    /// entry must be approved too.
+    #[command(after_help = "Example:\n  \
+        rkmcp plugins approve my-guard")]
+    Approve {
+        /// The plugin's name (its file name without `.wasm`).
+        name: String,
+        /// Approve without asking (for scripts; required without a terminal).
         #[arg(long)]
         yes: bool,
     },
@@ -215,7 +234,16 @@ pub async fn run(ctx: &Context, cmd: PluginsCommand) -> anyhow::Result<ExitCode>
                 env,
                 yes,
             };
+            let name = req.name.clone();
             install::grant(&config, &req)?;
+            // The config may not load (that is no reason to fail a grant that was written).
+            if let Ok(host) = host(ctx) {
+                approve::record_granted(&host, &name)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        PluginsCommand::Approve { name, yes } => {
+            approve::approve(&host(ctx)?, &name, yes)?;
             Ok(ExitCode::SUCCESS)
         }
         PluginsCommand::Install { path, replace } => {
