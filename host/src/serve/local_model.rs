@@ -33,7 +33,9 @@ struct Loaded {
 pub struct LocalModel {
     config: ModelConfig,
     settings: ChatSettings,
-    sampling: SamplingPolicy,
+    /// Handed to the sampler when the model loads (once): the policy holds the servers' sampling
+    /// budgets, which a copy would double.
+    sampling: std::sync::Mutex<Option<SamplingPolicy>>,
     wait: Duration,
     loaded: tokio::sync::OnceCell<Result<Loaded, String>>,
 }
@@ -121,7 +123,7 @@ impl LocalModel {
         LocalModel {
             config,
             settings,
-            sampling,
+            sampling: std::sync::Mutex::new(Some(sampling)),
             wait,
             loaded: tokio::sync::OnceCell::new(),
         }
@@ -135,12 +137,18 @@ impl LocalModel {
                     .await
                     .map_err(|e| format!("the local model could not be loaded: {e}"))?;
                 tracing::info!(model = %backend.info().model.display(), "local model loaded");
+                let policy = self
+                    .sampling
+                    .lock()
+                    .ok()
+                    .and_then(|mut p| p.take())
+                    .ok_or_else(|| "the local model's sampling policy was already used".to_string())?;
                 // Servers behind the gateway sample without a person to ask: only the
                 // `[sampling] auto_approve` servers may.
                 let sampler = Arc::new(Sampler::new(
                     backend.clone(),
                     self.settings.clone(),
-                    self.sampling.clone(),
+                    policy,
                     None,
                 ));
                 Ok(Loaded { backend, sampler })

@@ -70,7 +70,8 @@ pub enum Decision {
 }
 
 /// The settings with their globs compiled, and the servers the user allowed for this session.
-#[derive(Debug, Clone)]
+/// Not `Clone`: a copy would carry its own budget, doubling every server's allowance.
+#[derive(Debug)]
 pub struct SamplingPolicy {
     pub settings: SamplingSettings,
     auto: GlobSet,
