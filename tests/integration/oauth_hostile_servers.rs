@@ -196,9 +196,12 @@ fn fails(home: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     err
 }
 
+/// A hostile server's routes, given the origin it is served at.
+type HostileRoutes = Box<dyn Fn(&str) -> Vec<Route>>;
+
 #[test]
 fn metadata_urls_at_internal_addresses_are_refused_before_anything_is_fetched() {
-    let cases: Vec<(&str, Box<dyn Fn(&str) -> Vec<Route>>, &[&str])> = vec![
+    let cases: Vec<(&str, HostileRoutes, &[&str])> = vec![
         (
             "a challenge pointing at the cloud metadata service",
             Box::new(|_origin| {
