@@ -267,11 +267,13 @@ fn metadata_urls_at_internal_addresses_are_refused_before_anything_is_fetched() 
             assert!(err.contains(piece), "{what}: `{piece}` not in {err}");
         }
         assert!(err.contains("sign-in failed at discovery"), "{what}: {err}");
-        // Nothing but the discovery at the server's own origin was asked of it: no
-        // authorization server at its origin was tried in place of the refused one.
+        // No authorization server at the server's own origin was tried in place of the refused
+        // one: nothing but the MCP endpoint (requests and rmcp's discovery probe) and its
+        // resource metadata was asked of it.
         for request in server.requests() {
             assert!(
                 request.starts_with("POST /mcp")
+                    || request.starts_with("GET /mcp ")
                     || request.starts_with("GET /.well-known/oauth-protected-resource"),
                 "{what}: unexpected request {request}"
             );
@@ -313,7 +315,8 @@ fn oversized_and_slow_answers_are_cut_off() {
             "the authorization server's metadata at {}/.well-known/oauth-authorization-server is larger than 1 MiB",
             server.origin
         )),
-        "{err}"
+        "{err}\nrequests: {:#?}",
+        server.requests()
     );
 
     // A token answer of 2 MiB, then one that trickles in a byte at a time (a minute in all),

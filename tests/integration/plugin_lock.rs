@@ -91,7 +91,10 @@ async fn a_swapped_plugin_file_never_runs_until_its_digest_is_approved() {
     }
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
-    assert!(ready > 0 && refused > 0, "ready {ready}, refused {refused}, {swaps} swaps");
+    assert!(
+        ready > 0 && refused > 0,
+        "ready {ready}, refused {refused}, {swaps} swaps"
+    );
 
     // Approving the new file lets it run.
     swap_in(&file, &detector, 0);
@@ -121,7 +124,10 @@ async fn more_grants_than_approved_and_unrecorded_plugins_under_require_approval
     let PluginStatus::Error(why) = status_of(&wider, "g").status else {
         panic!("more grants than approved loaded");
     };
-    assert!(why.contains("grants it more than was approved (env: LANG)"), "{why}");
+    assert!(
+        why.contains("grants it more than was approved (env: LANG)"),
+        "{why}"
+    );
     let PluginStatus::Error(why) = status_of(&wider, "d").status else {
         panic!("an unrecorded plugin loaded under require_approval");
     };

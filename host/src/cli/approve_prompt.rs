@@ -318,10 +318,19 @@ mod tests {
         r.exposed_name = "re\u{202e}named".into();
         let text = render_request(&r, "guard `g` asks: Sure?\nline two\x07\u{2066}");
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
-        assert!(!text.contains('\u{202e}') && !text.contains('\u{2066}'), "{text:?}");
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{2066}'),
+            "{text:?}"
+        );
         assert!(text.contains("evil\\x1b[2Jtool"), "{text}");
-        assert!(text.contains("(the model calls it re\\u{202e}named)"), "{text}");
-        assert!(text.contains("\n             line two\\x07\\u{2066}\n"), "{text}");
+        assert!(
+            text.contains("(the model calls it re\\u{202e}named)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n             line two\\x07\\u{2066}\n"),
+            "{text}"
+        );
     }
 
     #[test]

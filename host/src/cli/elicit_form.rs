@@ -154,7 +154,8 @@ struct PageToOpen {
 
 impl PageToOpen {
     fn read(raw: &str) -> Result<Self, String> {
-        let url = url::Url::parse(raw.trim()).map_err(|e| format!("it is not a valid URL ({e})"))?;
+        let url =
+            url::Url::parse(raw.trim()).map_err(|e| format!("it is not a valid URL ({e})"))?;
         let scheme = url.scheme();
         if scheme != "https" && scheme != "http" {
             return Err(format!(
@@ -195,7 +196,11 @@ impl PageToOpen {
     }
 
     fn describe(&self) -> String {
-        let mut text = format!("  site: {}\n  page: {}", printable(&self.site), printable(&self.url));
+        let mut text = format!(
+            "  site: {}\n  page: {}",
+            printable(&self.site),
+            printable(&self.url)
+        );
         for warning in &self.warnings {
             text.push_str("\n  note: ");
             text.push_str(warning);
@@ -378,7 +383,10 @@ mod page_tests {
         let page = PageToOpen::read("https://accounts.google.com@evil.example:8443/x").unwrap();
         assert_eq!(page.site, "https://evil.example:8443");
         let text = page.describe();
-        assert!(text.contains("`accounts.google.com@` before the host"), "{text}");
+        assert!(
+            text.contains("`accounts.google.com@` before the host"),
+            "{text}"
+        );
         assert!(text.contains("the site is evil.example"), "{text}");
     }
 

@@ -142,7 +142,9 @@ impl LocalModel {
                     .lock()
                     .ok()
                     .and_then(|mut p| p.take())
-                    .ok_or_else(|| "the local model's sampling policy was already used".to_string())?;
+                    .ok_or_else(|| {
+                        "the local model's sampling policy was already used".to_string()
+                    })?;
                 // Servers behind the gateway sample without a person to ask: only the
                 // `[sampling] auto_approve` servers may.
                 let sampler = Arc::new(Sampler::new(

@@ -15,9 +15,9 @@
 //! For `.rkllm` models the runtime library is found as described in [`rkllm`].
 pub mod backend;
 pub mod config;
-mod priority;
 #[cfg(feature = "llama")]
 pub mod llama;
+mod priority;
 pub mod rkllm;
 pub mod store;
 pub mod template;

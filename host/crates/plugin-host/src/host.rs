@@ -554,7 +554,11 @@ impl PluginHost {
         } else {
             // `inspect` names a file itself (like `check`); a plugin found in the folders is
             // shown as it would load, lock included.
-            let lock = if with_world { Lock::NotHeld } else { Lock::Held };
+            let lock = if with_world {
+                Lock::NotHeld
+            } else {
+                Lock::Held
+            };
             self.load_file_with(name, path, lock)
                 .map(|l| {
                     info.kind = Some(l.kind);

@@ -104,7 +104,12 @@ impl PluginLock {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(format!("cannot read the plugin lock {}: {e}", path.display())),
+            Err(e) => {
+                return Err(format!(
+                    "cannot read the plugin lock {}: {e}",
+                    path.display()
+                ));
+            }
         };
         toml::from_str(&text)
             .map_err(|e| format!("the plugin lock {} is not valid: {e}", path.display()))
@@ -171,7 +176,11 @@ mod tests {
         let l = lock();
         let net = vec!["network: 127.0.0.1:8765".to_string()];
         assert_eq!(l.judge("g", "AAAA", &net), Verdict::Approved);
-        assert_eq!(l.judge("g", "aaaa", &[]), Verdict::Approved, "fewer grants are fine");
+        assert_eq!(
+            l.judge("g", "aaaa", &[]),
+            Verdict::Approved,
+            "fewer grants are fine"
+        );
         let changed = l.judge("g", "bbbb", &net);
         assert!(matches!(changed, Verdict::Changed { .. }), "{changed:?}");
         let refusal = changed.refusal("g", false).unwrap();
@@ -215,7 +224,10 @@ mod tests {
         let grant: Grant =
             toml::from_str("network = [\"127.0.0.1:8765\"]\nenv = [\"LANG\"]").unwrap();
         let lines = grant_lines(&grant);
-        assert!(lines.contains(&"network: 127.0.0.1:8765".to_string()), "{lines:?}");
+        assert!(
+            lines.contains(&"network: 127.0.0.1:8765".to_string()),
+            "{lines:?}"
+        );
         assert!(lines.contains(&"env: LANG".to_string()), "{lines:?}");
         assert!(grant_lines(&Grant::default()).is_empty());
     }

@@ -49,16 +49,28 @@ impl SamplingBudget {
 
     /// Lets a request asking for up to `max_tokens` through, or says why not and when to try
     /// again.
-    pub fn admit(&mut self, server: &str, max_tokens: u32, now: Instant) -> Result<Admitted, String> {
+    pub fn admit(
+        &mut self,
+        server: &str,
+        max_tokens: u32,
+        now: Instant,
+    ) -> Result<Admitted, String> {
         let (rpm, tpm) = (self.requests_per_minute, self.tokens_per_minute);
         let charges = self.spent.entry(server.to_string()).or_default();
-        while charges.front().is_some_and(|c| now.duration_since(c.at) >= WINDOW) {
+        while charges
+            .front()
+            .is_some_and(|c| now.duration_since(c.at) >= WINDOW)
+        {
             charges.pop_front();
         }
         let again = |charges: &VecDeque<Charge>| {
             charges
                 .front()
-                .map(|c| (WINDOW.saturating_sub(now.duration_since(c.at))).as_secs().max(1))
+                .map(|c| {
+                    (WINDOW.saturating_sub(now.duration_since(c.at)))
+                        .as_secs()
+                        .max(1)
+                })
                 .unwrap_or(1)
         };
         if charges.len() as u64 >= u64::from(rpm) {
@@ -142,7 +154,9 @@ mod tests {
         assert_eq!(b.admit("ev", 800, t0).unwrap().max_tokens, 500);
         assert!(b.admit("ev", 1, t0 + Duration::from_secs(59)).is_err());
         assert_eq!(
-            b.admit("ev", 800, t0 + Duration::from_secs(60)).unwrap().max_tokens,
+            b.admit("ev", 800, t0 + Duration::from_secs(60))
+                .unwrap()
+                .max_tokens,
             800
         );
     }

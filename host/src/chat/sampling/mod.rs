@@ -169,7 +169,14 @@ impl Sampler {
             .map_err(SamplingError::Denied)?;
         let mut generated = 0;
         let result = self
-            .run(server, params, admitted.max_tokens, wait, ask, &mut generated)
+            .run(
+                server,
+                params,
+                admitted.max_tokens,
+                wait,
+                ask,
+                &mut generated,
+            )
             .await;
         self.policy().settle(&admitted, generated);
         result

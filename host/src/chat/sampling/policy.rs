@@ -216,9 +216,12 @@ mod tests {
         let err = toml::from_str::<SamplingSettings>("wait = -1").unwrap_err();
         assert!(err.to_string().contains("positive"), "{err}");
         assert!(toml::from_str::<SamplingSettings>("max_token = 3").is_err());
-        let err = SamplingPolicy::new(toml::from_str("requests_per_minute = 0").unwrap())
-            .unwrap_err();
-        assert!(err.contains("requests_per_minute must be at least 1"), "{err}");
+        let err =
+            SamplingPolicy::new(toml::from_str("requests_per_minute = 0").unwrap()).unwrap_err();
+        assert!(
+            err.contains("requests_per_minute must be at least 1"),
+            "{err}"
+        );
         assert!(err.contains("enabled = false"), "{err}");
     }
 

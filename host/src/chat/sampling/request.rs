@@ -62,9 +62,7 @@ impl SamplingError {
             }
             SamplingError::Model { .. }
             | SamplingError::ModelLoad { .. }
-            | SamplingError::Interrupted { .. } => {
-                rmcp::model::ErrorCode::INTERNAL_ERROR
-            }
+            | SamplingError::Interrupted { .. } => rmcp::model::ErrorCode::INTERNAL_ERROR,
         };
         rmcp::ErrorData::new(code, error_chain(self), None)
     }

@@ -10,7 +10,11 @@ use super::UsageError;
 
 /// What changed since the last approval, as lines for a person.
 pub fn describe(p: &PendingApproval) -> Vec<String> {
-    let mut lines = vec![format!("plugin:    {} ({})", clean(&p.name), p.path.display())];
+    let mut lines = vec![format!(
+        "plugin:    {} ({})",
+        clean(&p.name),
+        p.path.display()
+    )];
     let file = match &p.previous {
         None => format!("sha256 {} (never approved before)", p.sha256),
         Some(old) if old.sha256.eq_ignore_ascii_case(&p.sha256) => {
@@ -29,7 +33,10 @@ pub fn describe(p: &PendingApproval) -> Vec<String> {
     if p.grants.is_empty() && before.is_empty() {
         lines.push("grants:    nothing (no files, no network, no environment)".into());
     } else if added.is_empty() && removed.is_empty() {
-        lines.push(format!("grants:    as approved before: {}", clean(&p.grants.join("; "))));
+        lines.push(format!(
+            "grants:    as approved before: {}",
+            clean(&p.grants.join("; "))
+        ));
     } else {
         lines.push("grants:".into());
         lines.extend(added.iter().map(|g| format!("  + {}", clean(g))));
@@ -57,7 +64,10 @@ pub fn approve(host: &PluginHost, name: &str, yes: bool) -> anyhow::Result<()> {
             && old.grants.len() == pending.grants.len()
     });
     if unchanged {
-        println!("already approved; {} is unchanged", pending.lock_file.display());
+        println!(
+            "already approved; {} is unchanged",
+            pending.lock_file.display()
+        );
         return Ok(());
     }
     if !yes {

@@ -228,14 +228,36 @@ struct Cached {
 pub struct GrantBearer {
     config: ServerConfig,
     cached: Mutex<Option<Cached>>,
+    /// The last failed fetch, answered again for [`FAILURE_MEMORY`]: one connection attempt
+    /// makes several requests (the 2026 `server/discover` probe, then `initialize`), and each
+    /// would otherwise fetch again and wait out a stalling token endpoint again, so the attempt
+    /// timed out instead of saying what failed.
+    failed: Mutex<Option<(Instant, AuthFailure)>>,
 }
+
+/// How long a failed token fetch is answered without fetching again.
+const FAILURE_MEMORY: Duration = Duration::from_secs(15);
 
 impl GrantBearer {
     pub fn new(config: &ServerConfig) -> Self {
         GrantBearer {
             config: config.clone(),
             cached: Mutex::new(None),
+            failed: Mutex::new(None),
         }
+    }
+
+    /// [`Self::fetch`], unless it failed less than [`FAILURE_MEMORY`] ago: then that failure.
+    async fn fetch_unless_failed(&self) -> Result<Cached, AuthFailure> {
+        let mut failed = self.failed.lock().await;
+        if let Some((at, failure)) = failed.as_ref()
+            && at.elapsed() < FAILURE_MEMORY
+        {
+            return Err(failure.clone());
+        }
+        let fetched = self.fetch().await;
+        *failed = fetched.as_ref().err().map(|f| (Instant::now(), f.clone()));
+        fetched
     }
 
     /// Discovers the authorization server and runs the configured grant.
@@ -380,7 +402,7 @@ impl BearerSource for GrantBearer {
             {
                 return Ok(Some(c.token.clone()));
             }
-            let fresh = self.fetch().await?;
+            let fresh = self.fetch_unless_failed().await?;
             let token = fresh.token.clone();
             *cached = Some(fresh);
             Ok(Some(token))
@@ -394,7 +416,7 @@ impl BearerSource for GrantBearer {
     ) -> BoxFuture<'a, Result<Option<String>, AuthFailure>> {
         Box::pin(async move {
             let mut cached = self.cached.lock().await;
-            let fresh = self.fetch().await?;
+            let fresh = self.fetch_unless_failed().await?;
             let token = fresh.token.clone();
             *cached = Some(fresh);
             Ok((Some(token.as_str()) != sent).then_some(token))
