@@ -2,14 +2,14 @@
 # beside-tests
 # (Beside the test run: its own workspace and target directory, one core while fuzzing.)
 # Fuzzing (fuzz/): replays fuzz/regressions/TARGET/* (every crash found so far), then fuzzes each
-# target for RKMCP_FUZZ_SECONDS (default 20 s; 5 targets ≈ 100 s plus a ~1 min build), seeded
+# target for RKMCP_FUZZ_SECONDS (default 15 s; 7 targets ≈ 105 s plus the build), seeded
 # with the repository's own corpora. Skips, saying why, if the pinned nightly or cargo-fuzz is
 # missing (scripts/setup.d/60-fuzz.sh installs them) or RKMCP_NO_FUZZ=1.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 deps="${RKMCP_DEPS:-$repo/.deps}"
 nightly=nightly-2026-05-20
-seconds="${RKMCP_FUZZ_SECONDS:-20}"
+seconds="${RKMCP_FUZZ_SECONDS:-15}"
 if [ "${RKMCP_NO_FUZZ:-0}" = 1 ]; then
   echo "70-fuzz: skipped (RKMCP_NO_FUZZ=1)" >&2
   exit 0
@@ -45,6 +45,8 @@ seed grammar "$repo/host/crates/tool-formats/converter-corpus/tools"
 seed wit_boundary
 seed session_messages
 seed config "$repo/config"
+seed gateway_input "$repo/fuzz/seeds/gateway_input"
+seed oauth_responses "$repo/fuzz/seeds/oauth_responses"
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

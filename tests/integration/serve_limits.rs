@@ -1,8 +1,9 @@
 //! `rkmcp serve --http` against clients that hold too much or send too slowly (`[serve.limits]`,
-//! set low here so the test is quick): a body nested 200,000 deep is a `400` JSON-RPC parse
-//! error, a client at its session limit gets `429`, a client trickling its headers is cut off,
-//! a connection beyond the limit gets `503`, a client with as many requests in flight as it may
-//! have gets `429`, and each wrong token waits longer — while well-behaved requests keep working.
+//! set low here so the test is quick): a body nested too deep or naming `method` twice is a
+//! `400` JSON-RPC parse error, a client at its session limit gets `429`, a client trickling its
+//! headers is cut off, a connection beyond the limit gets `503`, a client with as many
+//! requests in flight as it may have gets `429`, and each wrong token waits longer — while
+//! well-behaved requests keep working.
 //! (Sessions bound to the client that opened them: `serve::an_oauth_gateway_…`.)
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -60,6 +61,12 @@ fn hostile_clients_meet_the_limits_and_others_are_served() {
     assert!(body.contains("-32700"), "{body}");
     let (status, _, body) = raw_http(gw.port, "POST /mcp", &json, "{\"jsonrpc\": ");
     assert_eq!(status, 400, "{body}");
+    // Well-formed but deeper than rmcp's parse takes: refused by the gateway's check too (its
+    // depth check once skipped the value without counting levels and let this through).
+    let deep = format!("{}{}", "[".repeat(5_000), "]".repeat(5_000));
+    let (status, head, body) = raw_http(gw.port, "POST /mcp", &json, &deep);
+    assert_eq!(status, 400, "{head}\n{body}");
+    assert!(body.contains("recursion limit"), "{body}");
 
     // Two sessions per client; the third initialize is refused, with a JSON-RPC error.
     for _ in 0..2 {
@@ -68,6 +75,12 @@ fn hostile_clients_meet_the_limits_and_others_are_served() {
     }
     let (status, head) = raw_initialize(gw.port, &[]);
     assert_eq!(status, 429, "{head}");
+    // Nor does an initialize that names `method` twice slip past the count (the session check
+    // read no method from it, so it was not counted as opening a session).
+    let twice = r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let (status, head, body) = raw_http(gw.port, "POST /mcp", &json, twice);
+    assert_eq!(status, 400, "{head}\n{body}");
+    assert!(body.contains("`method` twice"), "{body}");
 
     // A client that trickles its headers is cut off after the header timeout.
     let mut slow = slow_client(gw.port);

@@ -19,6 +19,7 @@ use super::Gateway;
 use super::limits::{
     FailedAttempts, InFlight, Limits, SessionAdmission, SessionLedger, admit_session,
 };
+use super::request_check::check_json_body;
 use super::resource_server::{Judgement, Principal, ResourceServer};
 
 /// Whether `header` (an `Authorization` value) carries `token`.
@@ -147,21 +148,9 @@ async fn read_body(
             .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
     let mut method = None;
     if json_post {
-        // Syntax and depth (serde_json stops at 128 levels) without building the value.
-        if let Err(err) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-            return Err(jsonrpc_refusal(
-                StatusCode::BAD_REQUEST,
-                PARSE_ERROR,
-                &format!("the request body is not JSON: {err}"),
-            ));
-        }
-        #[derive(serde::Deserialize)]
-        struct Method {
-            method: Option<String>,
-        }
-        method = serde_json::from_slice::<Method>(&bytes)
-            .ok()
-            .and_then(|m| m.method);
+        method = check_json_body(&bytes).map_err(|refusal| {
+            jsonrpc_refusal(StatusCode::BAD_REQUEST, PARSE_ERROR, &refusal.to_string())
+        })?;
     }
     Ok((Request::from_parts(parts, Full::new(bytes)), method))
 }

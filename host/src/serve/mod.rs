@@ -43,6 +43,7 @@ pub mod local_model;
 pub mod log_floor;
 pub mod namespace;
 pub mod relay;
+pub mod request_check;
 pub mod resource_server;
 
 use std::path::PathBuf;

@@ -43,18 +43,7 @@ pub fn both_sides_take_it(metadata: &AuthorizationMetadata, challenge: Option<&s
     advertised(metadata) && challenge.is_some_and(offers_dpop_scheme)
 }
 
-/// Whether a `WWW-Authenticate` value holds a challenge with the `DPoP` scheme (RFC 9449 §7.1),
-/// alone or next to a `Bearer` one.
-pub fn offers_dpop_scheme(header: &str) -> bool {
-    // Challenges and their parameters are both comma-separated; a scheme is the one token
-    // followed by a space or nothing, a parameter is followed by `=`.
-    header.split(',').any(|part| {
-        let part = part.trim_start();
-        part.get(..4)
-            .is_some_and(|s| s.eq_ignore_ascii_case("dpop"))
-            && part[4..].chars().next().is_none_or(|c| c == ' ')
-    })
-}
+pub use super::challenge::offers_dpop_scheme;
 
 /// Whether the authorization server issues DPoP-bound tokens for proofs rkmcp can sign.
 pub fn advertised(metadata: &AuthorizationMetadata) -> bool {

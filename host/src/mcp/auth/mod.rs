@@ -19,6 +19,7 @@ use crate::config::{Grant, ServerConfig};
 
 pub mod assertion;
 pub mod bearer_client;
+pub mod challenge;
 pub mod device;
 pub mod dpop;
 pub mod fetch_policy;

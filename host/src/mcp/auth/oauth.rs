@@ -194,17 +194,7 @@ pub async fn authorization_session(
 
 /// The raw `resource_metadata` of a `WWW-Authenticate` challenge (rmcp's parser drops values
 /// it will not use, and this is about saying why).
-pub fn challenge_resource_metadata(challenge: &str) -> Option<String> {
-    let lower = challenge.to_ascii_lowercase();
-    let start = lower.find("resource_metadata=")? + "resource_metadata=".len();
-    let rest = challenge.get(start..)?.trim_start();
-    let value = match rest.strip_prefix('"') {
-        Some(quoted) => quoted.split('"').next()?,
-        None => rest.split([',', ' ', '\t']).next()?,
-    };
-    let value = value.trim();
-    (!value.is_empty()).then(|| value.to_string())
-}
+pub use super::challenge::challenge_resource_metadata;
 
 /// Translates rmcp's error into a failure naming the step, the URL and the next action.
 ///
