@@ -420,6 +420,8 @@ async fn run() -> anyhow::Result<()> {
         });
     }
 
+    // rmcp's reqwest client needs a TLS provider installed, even for http.
+    rkmcp::mcp::http::install_tls_provider();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let baseline = Arc::new(Tally::default());
     let phase = Arc::new(Mutex::new(baseline.clone()));

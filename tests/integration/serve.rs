@@ -19,6 +19,8 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
+const FIXTURE: &str = env!("CARGO_BIN_EXE_rkmcp-fixture-server");
+
 fn text_of(result: &CallToolResult) -> String {
     let v = serde_json::to_value(&result.content).unwrap_or_default();
     v.as_array()
@@ -918,6 +920,60 @@ fn an_oauth_gateway_takes_only_its_issuers_tokens_issued_for_it() {
     .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("UTC"), "{}", stdout(&out));
+}
+
+/// A server's sampling request goes to the client whose call made it and never to another:
+/// with calls of two clients in flight to the server, nothing ties the request to one of them,
+/// so it goes to neither (it once went to the newest call, here the other client's).
+#[test]
+fn a_servers_sampling_request_never_reaches_another_client() {
+    let home = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "{}\n[chat.approval]\nauto_approve = [\"fx/*\"]\n",
+        stdio_entry("fx", FIXTURE, &["--sample-later".to_string()], "")
+    );
+    let config = write(home.path(), "rkmcp.toml", &toml)
+        .display()
+        .to_string();
+    let gw = http_gateway(home.path(), &config, &[]);
+    let url = vec!["--url".to_string(), gw.url.clone()];
+    let sample_later = |seconds: f64, prompt: &str| {
+        json!({"mode": "legacy", "calls": [{"name": "fx__sample_later",
+            "arguments": {"seconds": seconds, "prompt": prompt}}]})
+    };
+
+    // Alone, the client whose call it is is asked.
+    let alone = python_client(&sample_later(0.2, "for A alone"), &url);
+    assert_eq!(alone["sampling"], json!(["for A alone"]), "{alone:#}");
+    let sampled = call_result(&alone, "fx__sample_later");
+    assert_eq!(sampled["is_error"], false, "{alone:#}");
+
+    // A's call asks after 6 s; B's call to the same server starts meanwhile (a second later,
+    // while A's waits), so B's is the newest call when A's request comes.
+    let a = std::thread::spawn({
+        let url = url.clone();
+        let plan = sample_later(6.0, "private to A");
+        move || python_client(&plan, &url)
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let b_plan =
+        json!({"mode": "legacy", "calls": [{"name": "fx__sleep", "arguments": {"seconds": 9}}]});
+    let b = python_client(&b_plan, &url);
+    let a = a.join().expect("client A ran");
+    assert_eq!(
+        b["sampling"],
+        json!([]),
+        "A's sampling prompt reached B: {b:#}"
+    );
+    assert_eq!(a["sampling"], json!([]), "{a:#}");
+    let refused = call_result(&a, "fx__sample_later");
+    assert!(
+        refused["text"]
+            .as_str()
+            .unwrap()
+            .contains("several clients"),
+        "{a:#}"
+    );
 }
 
 #[test]

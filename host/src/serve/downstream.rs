@@ -1,9 +1,12 @@
 //! The clients connected to the gateway, seen from the servers behind it.
 //!
 //! A server behind the gateway asks the gateway (its client) for sampling, elicitation and roots;
-//! [`GatewayClient`] hands those requests on to the connected client that made the latest request
-//! — over stdio there is exactly one — when that client declared the capability. Otherwise
-//! sampling runs on the local model under the `[sampling]` rules, and elicitation is declined.
+//! [`GatewayClient`] hands those requests on to the client whose call to that server is in
+//! flight, or, outside any call, to the only connected client (over stdio there is exactly
+//! one), when that client declared the capability. A request is never guessed onto one of
+//! several clients: with calls of two clients in flight to the server, or two clients connected
+//! and no call, it goes to none of them. Otherwise sampling runs on the local model under the
+//! `[sampling]` rules, and elicitation is declined.
 //! [`ElicitPrompter`] asks the connected client whether a tool call may run.
 #![allow(deprecated)] // sampling and roots are deprecated by SEP-2577 but current servers use them.
 use std::collections::HashMap;
@@ -18,11 +21,11 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{Value, json};
 
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use super::local_model::LocalModel;
 use super::log_floor::most_verbose;
-use super::relay::{Ask, CancelOnDrop, InFlight};
+use super::relay::{Ask, CallTarget, CancelOnDrop, InFlight};
 use crate::chat::approval::{ApprovalRequest, PromptAnswer, Prompter};
 use crate::mcp::client_requests::{ClientRequests, NonInteractive, USER_REJECTED};
 
@@ -30,28 +33,28 @@ use crate::mcp::client_requests::{ClientRequests, NonInteractive, USER_REJECTED}
 #[derive(Default)]
 pub struct Downstream {
     peers: Mutex<HashMap<u64, Peer<RoleServer>>>,
-    /// The client whose request came last: server requests go to it.
-    current: Mutex<Option<Peer<RoleServer>>>,
-    /// The roots the connected client declared, narrowed to the configured ones; `None` until
-    /// a client that has roots answers `roots/list`.
-    client_roots: Mutex<Option<Vec<Root>>>,
+    /// The roots each client declared, narrowed to the configured ones.
+    client_roots: Mutex<HashMap<u64, Vec<Root>>>,
     /// The level each connection set with `logging/setLevel`.
     log_levels: Mutex<HashMap<u64, LoggingLevel>>,
 }
 
 impl Downstream {
-    /// Records `peer` (connection `id`) as connected and as the one to ask.
+    /// Records `peer` (connection `id`) as connected.
     pub fn seen(&self, id: u64, peer: &Peer<RoleServer>) {
         let mut peers = self.live_peers();
         peers.entry(id).or_insert_with(|| peer.clone());
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(peer.clone());
     }
 
-    /// The connected clients, without those that went away (and their log levels).
+    /// The connected clients, without those that went away (and their levels and roots).
     fn live_peers(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Peer<RoleServer>>> {
         let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         peers.retain(|_, p| !p.is_transport_closed());
         self.log_levels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|id, _| peers.contains_key(id));
+        self.client_roots
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|id, _| peers.contains_key(id));
@@ -62,6 +65,21 @@ impl Downstream {
     pub fn all(&self) -> Vec<(u64, Peer<RoleServer>)> {
         let peers = self.live_peers();
         peers.iter().map(|(id, p)| (*id, p.clone())).collect()
+    }
+
+    /// Connection `id`'s client, if it is still connected.
+    pub fn peer(&self, id: u64) -> Option<Peer<RoleServer>> {
+        self.live_peers().get(&id).cloned()
+    }
+
+    /// The client connection, when exactly one is connected (over stdio, always).
+    pub fn only_client(&self) -> Option<(u64, Peer<RoleServer>)> {
+        let peers = self.live_peers();
+        let mut live = peers.iter();
+        match (live.next(), live.next()) {
+            (Some((id, peer)), None) => Some((*id, peer.clone())),
+            _ => None,
+        }
     }
 
     /// Records the level connection `id` set; returns the level to ask the servers for: the
@@ -83,25 +101,36 @@ impl Downstream {
             .copied()
     }
 
-    /// The client's roots (already narrowed), if it declared any.
+    /// The roots the servers are given, if a client's: those of the only connected client, if
+    /// it declared any. With several clients connected the servers get the configured roots,
+    /// not one client's (which would point another client's calls at its directories).
     pub fn client_roots(&self) -> Option<Vec<Root>> {
+        let (id, _) = self.only_client()?;
         self.client_roots
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .get(&id)
+            .cloned()
     }
 
-    pub fn set_client_roots(&self, roots: Vec<Root>) {
-        *self.client_roots.lock().unwrap_or_else(|e| e.into_inner()) = Some(roots);
-    }
-
-    pub fn current(&self) -> Option<Peer<RoleServer>> {
-        self.current
+    /// Records the roots connection `id` declared (already narrowed).
+    pub fn set_client_roots(&self, id: u64, roots: Vec<Root>) {
+        self.client_roots
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .filter(|p| !p.is_transport_closed())
+            .insert(id, roots);
     }
+}
+
+/// Which client a server's request is asked of.
+enum Route {
+    /// Inside the call that caused it (over HTTP: on that call's stream), on this client.
+    Call(mpsc::Sender<Ask>, Peer<RoleServer>),
+    /// The only connected client, outside any call.
+    Client(Peer<RoleServer>),
+    /// No client: the local model or a refusal. The reason, when it is not simply that no
+    /// client can answer this kind of request.
+    Nobody(Option<&'static str>),
 }
 
 /// Whether the client declared roots and can be asked for them now.
@@ -169,6 +198,35 @@ fn service_error(server: &str, what: &str, err: rmcp::ServiceError) -> ErrorData
     }
 }
 
+impl GatewayClient {
+    /// Where a request of `server` goes, for a client that passes `able`.
+    fn route(&self, server: &str, able: impl Fn(&Peer<RoleServer>) -> bool) -> Route {
+        match self.inflight.target(server) {
+            CallTarget::Call { asks, connection } => match self.downstream.peer(connection) {
+                Some(peer) if able(&peer) => Route::Call(asks, peer),
+                _ => Route::Nobody(None),
+            },
+            CallTarget::SeveralClients => Route::Nobody(Some(
+                "calls of several clients to this server are in flight, and the request does \
+                 not say whose it is",
+            )),
+            CallTarget::NoCall => match self.downstream.only_client() {
+                Some((_, peer)) if able(&peer) => Route::Client(peer),
+                Some(_) => Route::Nobody(None),
+                None if self.downstream.all().is_empty() => Route::Nobody(None),
+                None => Route::Nobody(Some(
+                    "several clients are connected and none has a call to this server in flight",
+                )),
+            },
+        }
+    }
+}
+
+/// The refusal's wording for a request no client is asked.
+fn nobody_because(why: Option<&str>) -> String {
+    why.map(|w| format!(" ({w})")).unwrap_or_default()
+}
+
 #[async_trait::async_trait]
 impl ClientRequests for GatewayClient {
     fn capabilities(&self) -> ClientCapabilities {
@@ -185,28 +243,39 @@ impl ClientRequests for GatewayClient {
         server: &str,
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ErrorData> {
-        if let Some(peer) = self.downstream.current().filter(can_sample) {
-            tracing::debug!(server, "sampling request forwarded to the connected client");
-            // Inside the call that caused it when there is one (over HTTP: on its stream).
-            if let Some(call) = self.inflight.target(server) {
+        let why = match self.route(server, can_sample) {
+            Route::Call(call, peer) => {
+                tracing::debug!(server, "sampling request asked inside the client's call");
                 let (tx, rx) = oneshot::channel();
                 if call.send(Ask::Sampling(params.clone(), tx)).await.is_ok()
                     && let Ok(result) = rx.await
                 {
                     return result;
                 }
+                // The call ended meanwhile: its client, outside it.
+                return sample(&peer, params)
+                    .await
+                    .map_err(|e| service_error(server, "sampling", e));
             }
-            return sample(&peer, params)
-                .await
-                .map_err(|e| service_error(server, "sampling", e));
+            Route::Client(peer) => {
+                tracing::debug!(server, "sampling request forwarded to the connected client");
+                return sample(&peer, params)
+                    .await
+                    .map_err(|e| service_error(server, "sampling", e));
+            }
+            Route::Nobody(why) => why,
+        };
+        if let Some(why) = why {
+            tracing::info!(server, "sampling request asked of no client: {why}");
         }
         match &self.local {
             Some(local) => local.sample(server, &params).await,
             None => Err(ErrorData::new(
                 USER_REJECTED,
                 format!(
-                    "sampling request from server `{server}` denied: the connected client does not \
-                     support sampling and the local model is off (`[serve] local_model = true`)"
+                    "sampling request from server `{server}` denied: no connected client can \
+                     answer it{} and the local model is off (`[serve] local_model = true`)",
+                    nobody_because(why)
                 ),
                 None,
             )),
@@ -219,7 +288,7 @@ impl ClientRequests for GatewayClient {
         params: ElicitRequestParams,
     ) -> Result<ElicitResult, ErrorData> {
         let url_mode = matches!(params, ElicitRequestParams::UrlElicitationParams { .. });
-        if let Some(peer) = self.downstream.current().filter(|p| {
+        let able = |p: &Peer<RoleServer>| {
             if url_mode {
                 has_back_channel(p)
                     && p.supported_elicitation_modes()
@@ -227,8 +296,9 @@ impl ClientRequests for GatewayClient {
             } else {
                 can_elicit(p)
             }
-        }) {
-            if let Some(call) = self.inflight.target(server) {
+        };
+        match self.route(server, able) {
+            Route::Call(call, peer) => {
                 let (tx, rx) = oneshot::channel();
                 if call
                     .send(Ask::Elicitation(params.clone(), tx))
@@ -238,12 +308,20 @@ impl ClientRequests for GatewayClient {
                 {
                     return result;
                 }
+                elicit(&peer, params)
+                    .await
+                    .map_err(|e| service_error(server, "elicitation", e))
             }
-            return elicit(&peer, params)
+            Route::Client(peer) => elicit(&peer, params)
                 .await
-                .map_err(|e| service_error(server, "elicitation", e));
+                .map_err(|e| service_error(server, "elicitation", e)),
+            Route::Nobody(why) => {
+                if let Some(why) = why {
+                    tracing::info!(server, "elicitation asked of no client: {why}");
+                }
+                self.fallback.elicit(server, params).await
+            }
         }
-        self.fallback.elicit(server, params).await
     }
 
     /// Nothing here reads the terminal: a question to the gateway's client is withdrawn with

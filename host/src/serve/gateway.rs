@@ -93,6 +93,14 @@ impl Gateway {
         logs
     }
 
+    /// This connection as the caller of a relayed request.
+    fn caller(&self) -> relay::Caller<'_> {
+        relay::Caller {
+            inflight: &self.shared.inflight,
+            connection: self.id,
+        }
+    }
+
     fn manager(&self) -> &SessionManager {
         &self.shared.manager
     }
@@ -286,6 +294,7 @@ impl Gateway {
         }
         let peer = peer.clone();
         let shared = self.shared.clone();
+        let connection = self.id;
         tokio::spawn(async move {
             let asked = match peer.list_roots().await {
                 Ok(result) => result.roots,
@@ -300,7 +309,7 @@ impl Gateway {
             for why in dropped {
                 tracing::warn!("a root of the client is not passed on: {why}");
             }
-            shared.downstream.set_client_roots(kept);
+            shared.downstream.set_client_roots(connection, kept);
             for err in shared.manager.notify_roots_changed().await {
                 tracing::debug!("telling a server its roots changed failed: {err}");
             }
@@ -376,7 +385,7 @@ impl Gateway {
             &session,
             events,
             context,
-            &self.shared.inflight,
+            self.caller(),
             logs,
             &what,
             theirs.map(|t| (ours, t)),
@@ -617,7 +626,7 @@ impl ServerHandler for Gateway {
                 let response = relay::relay(
                     &session,
                     &context,
-                    &self.shared.inflight,
+                    self.caller(),
                     logs,
                     &format!("reading resource `{own}`"),
                     peer.read_resource_once(forwarded),
@@ -741,7 +750,7 @@ impl ServerHandler for Gateway {
                 let response = relay::relay(
                     &found.session,
                     &context,
-                    &self.shared.inflight,
+                    self.caller(),
                     logs,
                     &format!("getting prompt `{}`", found.prompt.name),
                     peer.get_prompt_once(forwarded),
@@ -804,7 +813,7 @@ impl ServerHandler for Gateway {
                 let mut result = relay::relay(
                     &session,
                     &context,
-                    &self.shared.inflight,
+                    self.caller(),
                     logs,
                     "completion",
                     peer.complete(forwarded),

@@ -33,10 +33,30 @@ pub enum Ask {
     ),
 }
 
-/// One call in flight: its number and where the server's questions for it go.
-type CallSlot = (u64, mpsc::Sender<Ask>);
+/// One call in flight: its number, the client connection it serves, and where the server's
+/// questions for it go.
+struct CallSlot {
+    id: u64,
+    connection: u64,
+    asks: mpsc::Sender<Ask>,
+}
 
-/// The calls in flight per server: a server's request goes to the newest one.
+/// Whose call a server's request belongs to.
+pub enum CallTarget {
+    /// No call to the server is in flight.
+    NoCall,
+    /// The newest call to the server; every call in flight to it is this connection's.
+    Call {
+        asks: mpsc::Sender<Ask>,
+        connection: u64,
+    },
+    /// Calls of more than one client are in flight to the server. A server's request carries
+    /// nothing that ties it to one of them (over stdio least of all), so it goes to none: one
+    /// client's sampling prompt or form must never be shown to another.
+    SeveralClients,
+}
+
+/// The calls in flight per server.
 #[derive(Default)]
 pub struct InFlight {
     calls: Mutex<HashMap<String, Vec<CallSlot>>>,
@@ -44,7 +64,7 @@ pub struct InFlight {
 }
 
 impl InFlight {
-    fn register(&self, server: &str) -> (u64, mpsc::Receiver<Ask>) {
+    fn register(&self, server: &str, connection: u64) -> (u64, mpsc::Receiver<Ask>) {
         let (tx, rx) = mpsc::channel(4);
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.calls
@@ -52,26 +72,48 @@ impl InFlight {
             .unwrap_or_else(|e| e.into_inner())
             .entry(server.to_string())
             .or_default()
-            .push((id, tx));
+            .push(CallSlot {
+                id,
+                connection,
+                asks: tx,
+            });
         (id, rx)
     }
 
     fn unregister(&self, server: &str, id: u64) {
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(list) = calls.get_mut(server) {
-            list.retain(|(i, _)| *i != id);
+            list.retain(|slot| slot.id != id);
+            if list.is_empty() {
+                calls.remove(server);
+            }
         }
     }
 
-    /// The channel to the newest call to `server`, if one is running.
-    pub fn target(&self, server: &str) -> Option<mpsc::Sender<Ask>> {
-        self.calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(server)
-            .and_then(|l| l.last())
-            .map(|(_, tx)| tx.clone())
+    /// Where a request of `server` goes ([`CallTarget`]).
+    pub fn target(&self, server: &str) -> CallTarget {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(newest) = calls.get(server).and_then(|l| l.last()) else {
+            return CallTarget::NoCall;
+        };
+        if calls[server]
+            .iter()
+            .any(|slot| slot.connection != newest.connection)
+        {
+            return CallTarget::SeveralClients;
+        }
+        CallTarget::Call {
+            asks: newest.asks.clone(),
+            connection: newest.connection,
+        }
     }
+}
+
+/// The client connection a relayed request serves, and the calls in flight it joins.
+#[derive(Clone, Copy)]
+pub struct Caller<'a> {
+    pub inflight: &'a InFlight,
+    pub connection: u64,
 }
 
 /// Unregisters a call however its future ends (also when dropped on cancellation).
@@ -188,13 +230,13 @@ impl<P: Cancellable> Drop for CancelOnDrop<P> {
 pub async fn relay<T>(
     session: &Session,
     ctx: &RequestContext<RoleServer>,
-    inflight: &InFlight,
+    caller: Caller<'_>,
     logs: LogFloor,
     what: &str,
     request: impl Future<Output = Result<T, rmcp::ServiceError>>,
 ) -> Result<T, ErrorData> {
     let events = session.subscribe();
-    relay_with_events(session, events, ctx, inflight, logs, what, None, request).await
+    relay_with_events(session, events, ctx, caller, logs, what, None, request).await
 }
 
 /// [`relay`] for a request already sent: `events` must have been subscribed before it was,
@@ -205,16 +247,16 @@ pub async fn relay_with_events<T>(
     session: &Session,
     mut events: tokio::sync::broadcast::Receiver<SessionEvent>,
     ctx: &RequestContext<RoleServer>,
-    inflight: &InFlight,
+    caller: Caller<'_>,
     logs: LogFloor,
     what: &str,
     progress: Option<(ProgressToken, ProgressToken)>,
     request: impl Future<Output = Result<T, rmcp::ServiceError>>,
 ) -> Result<T, ErrorData> {
     let server = session.name().to_string();
-    let (id, mut asks) = inflight.register(&server);
+    let (id, mut asks) = caller.inflight.register(&server, caller.connection);
     let _registration = Registration {
-        inflight,
+        inflight: caller.inflight,
         server: server.clone(),
         id,
     };
@@ -395,14 +437,33 @@ mod tests {
     }
 
     #[test]
-    fn the_newest_call_gets_the_servers_requests() {
+    fn a_servers_request_goes_to_its_clients_newest_call_and_never_across_clients() {
         let inflight = InFlight::default();
-        assert!(inflight.target("s").is_none());
-        let (a, _ra) = inflight.register("s");
-        let (b, _rb) = inflight.register("s");
-        assert!(inflight.target("s").is_some());
-        inflight.unregister("s", b);
+        assert!(matches!(inflight.target("s"), CallTarget::NoCall));
+        let (a, _ra) = inflight.register("s", 1);
+        let (b, _rb) = inflight.register("s", 1);
+        assert!(matches!(
+            inflight.target("s"),
+            CallTarget::Call { connection: 1, .. }
+        ));
+        // A call of another client to another server changes nothing here.
+        let (other, _ro) = inflight.register("t", 2);
+        assert!(matches!(
+            inflight.target("s"),
+            CallTarget::Call { connection: 1, .. }
+        ));
+        // A second client's call to the same server: nobody can tell whose the request is.
+        let (c, _rc) = inflight.register("s", 2);
+        assert!(matches!(inflight.target("s"), CallTarget::SeveralClients));
         inflight.unregister("s", a);
-        assert!(inflight.target("s").is_none());
+        inflight.unregister("s", b);
+        assert!(matches!(
+            inflight.target("s"),
+            CallTarget::Call { connection: 2, .. }
+        ));
+        inflight.unregister("s", c);
+        inflight.unregister("t", other);
+        assert!(matches!(inflight.target("s"), CallTarget::NoCall));
+        assert!(inflight.calls.lock().unwrap().is_empty());
     }
 }

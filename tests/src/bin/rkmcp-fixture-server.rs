@@ -3,12 +3,13 @@
 //! It exists because the public servers do not cover everything the client must handle:
 //! paginated lists, a tool list that changes while connected, a near-zero-cost `echo` for
 //! measuring client overhead, a server that never answers and one that dies at start, one that
-//! answers with a protocol version of its choosing, one that records `logging/setLevel`.
+//! answers with a protocol version of its choosing, one that records `logging/setLevel`, one
+//! that asks its client to sample well after a call began (`--sample-later`).
 //! `--relay PROGRAM ARGS…` is no server at all: it runs PROGRAM and copies bytes between it and
 //! its own stdio without reading them, the floor any stdio gateway is measured against.
 //!
 //! Usage: rkmcp-fixture-server [--tools N] [--page-size K] [--prefix P] [--hang] [--die]
-//!        [--protocol-version V] [--logging]
+//!        [--protocol-version V] [--logging] [--sample-later]
 //!        rkmcp-fixture-server --relay PROGRAM [ARG…]
 // logging/setLevel is deprecated by SEP-2577 (2026-07-28); this fixture records it on purpose.
 #![allow(deprecated)]
@@ -179,6 +180,31 @@ impl ServerHandler for Fixture {
             "fail" => {
                 Ok(CallToolResult::error(vec![ContentBlock::text("failing on purpose")]).into())
             }
+            // Waits `seconds`, then asks its client to sample `prompt`: a server request made
+            // well after the call began, when other calls may have started meanwhile.
+            "sample_later" => {
+                let secs = args.get("seconds").and_then(Value::as_f64).unwrap_or(1.0);
+                let prompt = args
+                    .get("prompt")
+                    .and_then(Value::as_str)
+                    .unwrap_or("hello")
+                    .to_string();
+                tokio::time::sleep(std::time::Duration::from_secs_f64(secs)).await;
+                let params: rmcp::model::CreateMessageRequestParams = from_json(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                    "maxTokens": 5,
+                }))?;
+                match context.peer.create_message(params).await {
+                    Ok(result) => text(format!(
+                        "sampled: {}",
+                        serde_json::to_string(&result.message).unwrap_or_default()
+                    )),
+                    Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "sampling refused: {e}"
+                    ))])
+                    .into()),
+                }
+            }
             // The level this request asked for in `_meta` (2026-07-28), else the last setLevel.
             "last_log_level" => match context.meta.log_level() {
                 Some(level) => text(format!(
@@ -293,6 +319,13 @@ async fn main() -> anyhow::Result<()> {
         tool_json("sleep", "Sleeps `seconds` (default an hour)"),
         tool_json("fail", "Returns a tool error"),
     ];
+    // Listed only when asked for: other tests pin the fixed list.
+    if flag("--sample-later") {
+        tools.push(tool_json(
+            "sample_later",
+            "Waits `seconds`, then asks the client to sample `prompt`",
+        ));
+    }
     tools.extend((0..n).map(|i| tool_json(&format!("tool_{i:03}"), "numbered tool")));
     let protocol_version = value("--protocol-version")
         .map(|v| serde_json::from_value::<ProtocolVersion>(Value::String(v)))
