@@ -303,7 +303,11 @@ async fn forward_changes(
     drop(tx);
     drop(manager);
     while let Some((server, prefixed, event)) = rx.recv().await {
-        if matches!(event, SessionEvent::Log { .. }) && inflight.target(&server).is_some() {
+        // During a call, a server's log messages belong to that call's client (the relay passes
+        // them on), or to no client when several have calls to it in flight.
+        if matches!(event, SessionEvent::Log { .. })
+            && !matches!(inflight.target(&server), relay::CallTarget::NoCall)
+        {
             continue;
         }
         for (id, peer) in downstream.all() {

@@ -268,6 +268,7 @@ pub async fn relay_with_events<T>(
     let mut events_open = true;
     let pass_on = Passer {
         ctx,
+        caller,
         server: &server,
         logs,
         progress: progress.as_ref(),
@@ -338,6 +339,7 @@ pub fn log_message(
 /// Passes a server's progress and log messages during one request on to that request's client.
 struct Passer<'a> {
     ctx: &'a RequestContext<RoleServer>,
+    caller: Caller<'a>,
     server: &'a str,
     logs: LogFloor,
     /// (the token the request went out with, the client's own token)
@@ -345,6 +347,13 @@ struct Passer<'a> {
 }
 
 impl Passer<'_> {
+    fn only_caller(&self) -> bool {
+        matches!(
+            self.caller.inflight.target(self.server),
+            CallTarget::Call { connection, .. } if connection == self.caller.connection
+        )
+    }
+
     async fn event(&self, event: SessionEvent) {
         match event {
             SessionEvent::Progress { mut params, .. } => {
@@ -355,12 +364,15 @@ impl Passer<'_> {
                     let _ = self.ctx.peer.notify_progress(params).await;
                 }
             }
+            // A log message names no request: it is this call's only while every call in
+            // flight to the server is this client's. Otherwise no client gets it (rkmcp's own
+            // log has it, at debug level), rather than one client reading another's.
             SessionEvent::Log {
                 level,
                 logger,
                 data,
                 ..
-            } if self.logs.passes(level) => {
+            } if self.logs.passes(level) && self.only_caller() => {
                 let params = log_message(self.server, level, logger, data);
                 let _ = self.ctx.peer.notify_logging_message(params).await;
             }
