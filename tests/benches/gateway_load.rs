@@ -412,9 +412,10 @@ async fn run() -> anyhow::Result<()> {
         tokio::spawn(async move {
             while !sampler_stop.load(Ordering::Relaxed) {
                 let now = rss_mib(pid);
-                let mut p = peak.lock().unwrap();
-                *p = p.max(now);
-                drop(p);
+                {
+                    let mut p = peak.lock().unwrap();
+                    *p = p.max(now);
+                }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         });
