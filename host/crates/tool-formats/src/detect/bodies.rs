@@ -82,9 +82,13 @@ pub(crate) fn json_or_marker_end(body: &str, markers: &[&str]) -> Option<(usize,
             break;
         }
         let next = e + (after.len() - rest.len());
-        match json_value_end(rest) {
-            Some(n) => e = next + n,
-            None => return marker,
+        // As for the first object: a marker before this value's end ends the block. Letting a
+        // value that closes later win would end the block elsewhere once more text arrived than
+        // when a shorter prefix ended it at the marker (found by fuzzing, streamed ≠ at once).
+        match (json_value_end(rest), marker) {
+            (Some(n), Some((p, _))) if p < next + n => return marker,
+            (Some(n), _) => e = next + n,
+            (None, _) => return marker,
         }
     }
     let after = &body[e..];
