@@ -390,6 +390,26 @@ fn servers_status_says_why_server_discover_did_not_count() {
         note.starts_with("server/discover not supported: ") && note.contains("404"),
         "{note}"
     );
-    assert_eq!(row("modern")["protocol_version"], "2026-07-28");
-    assert_eq!(row("modern")["protocol_note"], Value::Null);
+    let mut modern_row = row("modern");
+    if modern_row["protocol_version"] != "2026-07-28" {
+        // Three servers start at once here, one a Python interpreter importing the `mcp` package;
+        // on a loaded 2-core machine its first answer can miss the 10 s discover bound (rmcp's
+        // own maximum). That, and only that, is checked again with the server started alone.
+        let note = modern_row["protocol_note"].as_str().unwrap_or_default();
+        assert!(
+            note.starts_with("server/discover not supported: no answer within"),
+            "the 2026 server fell back for another reason: {modern_row}"
+        );
+        let alone = write(home.path(), "alone.toml", &modern);
+        let alone = alone.display().to_string();
+        let out = run_rkmcp(
+            home.path(),
+            &["--config", &alone, "--json", "servers", "status"],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let rows: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        modern_row = rows[0].clone();
+    }
+    assert_eq!(modern_row["protocol_version"], "2026-07-28", "{modern_row}");
+    assert_eq!(modern_row["protocol_note"], Value::Null, "{modern_row}");
 }

@@ -930,7 +930,14 @@ fn a_servers_sampling_request_never_reaches_another_client() {
     let home = tempfile::tempdir().unwrap();
     let toml = format!(
         "{}\n[chat.approval]\nauto_approve = [\"fx/*\"]\n",
-        stdio_entry("fx", FIXTURE, &["--sample-later".to_string()], "")
+        // Server-to-client requests exist only up to 2025-11-25 (a 2026-07-28 server answers
+        // with an input-required result instead, which never reaches a client's back channel).
+        stdio_entry(
+            "fx",
+            FIXTURE,
+            &["--sample-later".to_string()],
+            "protocol = \"2025-11-25\""
+        )
     );
     let config = write(home.path(), "rkmcp.toml", &toml)
         .display()
