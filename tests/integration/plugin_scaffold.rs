@@ -51,16 +51,24 @@ pub(super) fn check(home: &Path, wasm: &Path, name: &str) -> String {
         "check.toml",
         &format!("[plugins.grants.{name}]\ncall_timeout_ms = 30000\n"),
     );
-    let out = rkmcp_in(
+    // Run as a plugin author does, in the plugin's folder with a bare file name (which was once
+    // refused: "cannot check : No such file", the empty path being its folder).
+    let file = wasm.file_name().unwrap().to_str().unwrap();
+    let out = rkmcp_command(
         home,
         &[
             "--config",
             &config.display().to_string(),
             "plugins",
             "check",
-            &wasm.display().to_string(),
+            file,
         ],
-    );
+    )
+    .current_dir(wasm.parent().unwrap())
+    .env("XDG_DATA_HOME", home.join("data"))
+    .stdin(Stdio::null())
+    .output()
+    .unwrap_or_else(|e| panic!("cannot run rkmcp: {e}"));
     ok(&out, &format!("plugins check {}", wasm.display()))
 }
 
