@@ -22,21 +22,28 @@ pub(crate) fn json_calls(raw: &str, inner: &str, terminated: bool) -> Vec<Parsed
     let mut out = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     loop {
+        let value_start = stream.byte_offset();
         match stream.next() {
             None => break,
             Some(Ok(v)) => out.extend(calls_from_json_value(raw, &v)),
             Some(Err(e)) => {
+                let msg = if terminated {
+                    format!("invalid JSON: {e}")
+                } else {
+                    format!("unterminated call block: {e}")
+                };
+                if !out.is_empty() {
+                    // Several objects in one block (`{…}\n{…}`): the calls before the broken one
+                    // stand, and only the rest of the block is malformed.
+                    out.push(Parsed::bad(text[value_start..].trim(), msg));
+                    return out;
+                }
                 // Hermes-2-Pro writes Python dicts (`{'name': 'f', 'arguments': {…}}`).
                 if let Ok(v) = Py::new(text).literal()
                     && looks_like_call(&v)
                 {
                     return calls_from_json_value(raw, &v);
                 }
-                let msg = if terminated {
-                    format!("invalid JSON: {e}")
-                } else {
-                    format!("unterminated call block: {e}")
-                };
                 return vec![Parsed::bad(raw, msg)];
             }
         }
