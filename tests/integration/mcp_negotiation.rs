@@ -369,12 +369,15 @@ fn servers_status_says_why_server_discover_did_not_count() {
         table.contains("2025-11-25 (server/discover not supported: "),
         "{table}"
     );
-    let out = run_rkmcp(
-        home.path(),
-        &["--config", &config, "--json", "servers", "status"],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let rows: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let status_rows = |config: &str| -> Value {
+        let out = run_rkmcp(
+            home.path(),
+            &["--config", config, "--json", "servers", "status"],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let rows = status_rows(&config);
     let row = |name: &str| {
         rows.as_array()
             .unwrap()
@@ -401,14 +404,7 @@ fn servers_status_says_why_server_discover_did_not_count() {
             "the 2026 server fell back for another reason: {modern_row}"
         );
         let alone = write(home.path(), "alone.toml", &modern);
-        let alone = alone.display().to_string();
-        let out = run_rkmcp(
-            home.path(),
-            &["--config", &alone, "--json", "servers", "status"],
-        );
-        assert!(out.status.success(), "{}", stderr(&out));
-        let rows: Value = serde_json::from_str(&stdout(&out)).unwrap();
-        modern_row = rows[0].clone();
+        modern_row = status_rows(&alone.display().to_string())[0].clone();
     }
     assert_eq!(modern_row["protocol_version"], "2026-07-28", "{modern_row}");
     assert_eq!(modern_row["protocol_note"], Value::Null, "{modern_row}");

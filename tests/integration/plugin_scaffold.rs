@@ -18,10 +18,19 @@ use rkmcp_tests::plugin_support::{built, echo_server};
 use rkmcp_tests::*;
 
 pub(super) fn rkmcp_in(home: &Path, args: &[&str]) -> Output {
-    rkmcp_command(home, args)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .stdin(Stdio::null())
-        .output()
+    output(rkmcp_in_command(home, args))
+}
+
+/// `rkmcp ARGS` isolated in `home` (data too), with no input.
+fn rkmcp_in_command(home: &Path, args: &[&str]) -> Command {
+    let mut cmd = rkmcp_command(home, args);
+    cmd.env("XDG_DATA_HOME", home.join("data"))
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn output(mut cmd: Command) -> Output {
+    cmd.output()
         .unwrap_or_else(|e| panic!("cannot run rkmcp: {e}"))
 }
 
@@ -54,7 +63,7 @@ pub(super) fn check(home: &Path, wasm: &Path, name: &str) -> String {
     // Run as a plugin author does, in the plugin's folder with a bare file name (which was once
     // refused: "cannot check : No such file", the empty path being its folder).
     let file = wasm.file_name().unwrap().to_str().unwrap();
-    let out = rkmcp_command(
+    let mut cmd = rkmcp_in_command(
         home,
         &[
             "--config",
@@ -63,12 +72,9 @@ pub(super) fn check(home: &Path, wasm: &Path, name: &str) -> String {
             "check",
             file,
         ],
-    )
-    .current_dir(wasm.parent().unwrap())
-    .env("XDG_DATA_HOME", home.join("data"))
-    .stdin(Stdio::null())
-    .output()
-    .unwrap_or_else(|e| panic!("cannot run rkmcp: {e}"));
+    );
+    cmd.current_dir(wasm.parent().unwrap());
+    let out = output(cmd);
     ok(&out, &format!("plugins check {}", wasm.display()))
 }
 

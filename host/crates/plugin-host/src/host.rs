@@ -667,11 +667,7 @@ async fn smoke_call(loaded: &Arc<Loaded>) -> Result<String, PluginError> {
 
 /// A plugin is code the user runs: its folder and file must be writable by the user alone.
 fn trusted_plugin_file(path: &Path) -> Result<(), String> {
-    // A bare file name (`plugins check my-plugin.wasm`) has the empty path as its parent.
-    let folder = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let folder = path.parent().unwrap_or(Path::new("."));
     crate::trust::check_folder(folder)
         .and_then(|()| crate::trust::check_file(path))
         .map_err(|e| format!("refusing to load {}: {e}", path.display()))

@@ -61,6 +61,12 @@ fn meta(path: &Path) -> Result<std::fs::Metadata, Untrusted> {
 
 /// Checks a folder that holds code rkmcp runs: it and every folder above it.
 pub fn check_folder(dir: &Path) -> Result<(), Untrusted> {
+    // The folder of a bare file name (`Path::parent` of `x.wasm`) is the empty path: here.
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     let real = std::fs::canonicalize(dir).map_err(|e| Untrusted::Unreadable {
         path: dir.display().to_string(),
         message: e.to_string(),
@@ -201,6 +207,15 @@ mod tests {
         // Root's folders above ours are fine; root owning the folder itself is not.
         assert!(judge(Path::new("/usr"), 0o40755, 0, ME, true).is_ok());
         assert!(judge(Path::new("/c"), 0o40755, 0, ME, false).is_err());
+    }
+
+    #[test]
+    fn the_empty_folder_of_a_bare_file_name_is_the_current_one() {
+        let shown = |r: Result<(), Untrusted>| r.map_err(|e| e.to_string());
+        assert_eq!(
+            shown(check_folder(Path::new(""))),
+            shown(check_folder(Path::new(".")))
+        );
     }
 
     #[test]
