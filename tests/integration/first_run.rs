@@ -86,4 +86,10 @@ fn the_quick_start_ask_uses_the_installed_detector_and_guard_plugins() {
         "the detector plugin did not fall back: {err}"
     );
     assert!(stdout(&out).contains("+09:00"), "answer: {}", stdout(&out));
+    // The quick start is a normal configuration: nothing in it is worth a warning. (The
+    // guard's manifest default, `allowed_roots = []`, once printed one on every call.)
+    assert!(
+        !err.contains("rkmcp: warning") && !err.contains("allowed_roots"),
+        "no warnings: {err}"
+    );
 }

@@ -59,9 +59,31 @@ const PATH_KEYS: &[&str] = &[
 ];
 
 struct DefaultGuard {
-    /// The parsed `allowed_roots`, or why it could not be parsed (every write is then denied
-    /// with that message, so a typo in the config is visible rather than silently permissive).
-    roots: Result<Vec<PathBuf>, String>,
+    /// The parsed `allowed_roots`, or why there are none (every write is then denied with that
+    /// message, so a typo in the config is visible rather than silently permissive).
+    roots: Result<Vec<PathBuf>, NoRoots>,
+}
+
+/// Why the guard has no roots to allow writes in.
+#[derive(Debug, PartialEq)]
+enum NoRoots {
+    /// None configured: absent, empty, or `[]` (the manifest's own default). The normal
+    /// configuration, which denies file writes; not worth a warning on every run.
+    Unset,
+    /// A value that does not parse: a fault in the user's config, reported.
+    Malformed(String),
+}
+
+impl std::fmt::Display for NoRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoRoots::Unset => f.write_str(
+                "file writes are denied: this guard's config has no `allowed_roots` \
+                 (set [plugins.grants.approval-guard-default.config] allowed_roots = [\"/some/dir\"])",
+            ),
+            NoRoots::Malformed(why) => f.write_str(why),
+        }
+    }
 }
 
 impl ApprovalGuard for DefaultGuard {
@@ -69,15 +91,11 @@ impl ApprovalGuard for DefaultGuard {
         let configured = rkmcp_plugin_sdk::config_get("allowed_roots");
         let roots = parse_roots(configured.as_deref());
         if let Err(e) = &roots {
-            // No roots is the default configuration (file writes denied), not a fault to report
-            // on every run; a value that does not parse is one.
-            let malformed = configured.as_deref().is_some_and(|v| !v.trim().is_empty());
-            let level = if malformed {
-                LogLevel::Warn
-            } else {
-                LogLevel::Debug
+            let level = match e {
+                NoRoots::Unset => LogLevel::Debug,
+                NoRoots::Malformed(_) => LogLevel::Warn,
             };
-            rkmcp_plugin_sdk::log(level, e);
+            rkmcp_plugin_sdk::log(level, &e.to_string());
         }
         DefaultGuard { roots }
     }
@@ -97,7 +115,7 @@ impl ApprovalGuard for DefaultGuard {
             if !paths.is_empty() {
                 let roots = match &self.roots {
                     Ok(r) => r,
-                    Err(e) => return Decision::Deny(e.clone()),
+                    Err(e) => return Decision::Deny(e.to_string()),
                 };
                 for p in paths {
                     if let Err(why) = check_inside(p, roots) {
@@ -129,42 +147,45 @@ impl ApprovalGuard for DefaultGuard {
 }
 
 /// `allowed_roots`: a TOML array of strings (`["/srv/data", "/tmp/out"]`), or a single path.
-fn parse_roots(value: Option<&str>) -> Result<Vec<PathBuf>, String> {
-    let none = || {
-        "file writes are denied: this guard's config has no `allowed_roots` \
-         (set [plugins.grants.approval-guard-default.config] allowed_roots = [\"/some/dir\"])"
-            .to_string()
-    };
+fn parse_roots(value: Option<&str>) -> Result<Vec<PathBuf>, NoRoots> {
+    let malformed = |why: String| NoRoots::Malformed(why);
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return Err(none());
+        return Err(NoRoots::Unset);
     };
     let list: Vec<String> = if value.starts_with('[') {
-        let table: toml::Table = toml::from_str(&format!("v = {value}"))
-            .map_err(|e| format!("config `allowed_roots` is not a TOML array of strings: {e}"))?;
+        let table: toml::Table = toml::from_str(&format!("v = {value}")).map_err(|e| {
+            malformed(format!(
+                "config `allowed_roots` is not a TOML array of strings: {e}"
+            ))
+        })?;
         match table.get("v") {
             Some(toml::Value::Array(items)) => items
                 .iter()
                 .map(|i| {
-                    i.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| format!("config `allowed_roots`: `{i}` is not a string"))
+                    i.as_str().map(str::to_string).ok_or_else(|| {
+                        malformed(format!("config `allowed_roots`: `{i}` is not a string"))
+                    })
                 })
                 .collect::<Result<_, _>>()?,
-            _ => return Err("config `allowed_roots` is not a TOML array of strings".to_string()),
+            _ => {
+                return Err(malformed(
+                    "config `allowed_roots` is not a TOML array of strings".to_string(),
+                ));
+            }
         }
     } else {
         vec![value.to_string()]
     };
     if list.is_empty() {
-        return Err(none());
+        return Err(NoRoots::Unset);
     }
     list.iter()
         .map(|r| {
             let p = Path::new(r);
             if !p.is_absolute() {
-                return Err(format!(
+                return Err(malformed(format!(
                     "config `allowed_roots`: `{r}` is not an absolute path"
-                ));
+                )));
             }
             Ok(normalize(p))
         })
@@ -285,20 +306,22 @@ mod tests {
             parse_roots(Some("/srv/x")),
             Ok(vec![PathBuf::from("/srv/x")])
         );
-        assert!(parse_roots(None).unwrap_err().contains("allowed_roots"));
-        assert!(
-            parse_roots(Some("[]"))
-                .unwrap_err()
-                .contains("allowed_roots")
-        );
+        // Absent, empty and `[]` (the manifest's default) are the normal configuration, not a
+        // fault: no writes, and no warning on every run.
+        assert_eq!(parse_roots(None), Err(NoRoots::Unset));
+        assert_eq!(parse_roots(Some(" ")), Err(NoRoots::Unset));
+        assert_eq!(parse_roots(Some("[]")), Err(NoRoots::Unset));
+        assert!(NoRoots::Unset.to_string().contains("allowed_roots"));
         assert!(
             parse_roots(Some("[1]"))
                 .unwrap_err()
+                .to_string()
                 .contains("not a string")
         );
         assert!(
             parse_roots(Some("rel/dir"))
                 .unwrap_err()
+                .to_string()
                 .contains("not an absolute path")
         );
     }
