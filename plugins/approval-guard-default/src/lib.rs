@@ -148,13 +148,12 @@ impl ApprovalGuard for DefaultGuard {
 
 /// `allowed_roots`: a TOML array of strings (`["/srv/data", "/tmp/out"]`), or a single path.
 fn parse_roots(value: Option<&str>) -> Result<Vec<PathBuf>, NoRoots> {
-    let malformed = |why: String| NoRoots::Malformed(why);
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return Err(NoRoots::Unset);
     };
     let list: Vec<String> = if value.starts_with('[') {
         let table: toml::Table = toml::from_str(&format!("v = {value}")).map_err(|e| {
-            malformed(format!(
+            NoRoots::Malformed(format!(
                 "config `allowed_roots` is not a TOML array of strings: {e}"
             ))
         })?;
@@ -163,12 +162,12 @@ fn parse_roots(value: Option<&str>) -> Result<Vec<PathBuf>, NoRoots> {
                 .iter()
                 .map(|i| {
                     i.as_str().map(str::to_string).ok_or_else(|| {
-                        malformed(format!("config `allowed_roots`: `{i}` is not a string"))
+                        NoRoots::Malformed(format!("config `allowed_roots`: `{i}` is not a string"))
                     })
                 })
                 .collect::<Result<_, _>>()?,
             _ => {
-                return Err(malformed(
+                return Err(NoRoots::Malformed(
                     "config `allowed_roots` is not a TOML array of strings".to_string(),
                 ));
             }
@@ -183,7 +182,7 @@ fn parse_roots(value: Option<&str>) -> Result<Vec<PathBuf>, NoRoots> {
         .map(|r| {
             let p = Path::new(r);
             if !p.is_absolute() {
-                return Err(malformed(format!(
+                return Err(NoRoots::Malformed(format!(
                     "config `allowed_roots`: `{r}` is not an absolute path"
                 )));
             }
