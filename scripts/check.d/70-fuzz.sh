@@ -3,45 +3,59 @@
 # (Beside the test run: its own workspace and target directory, one core while fuzzing.)
 # Fuzzing (fuzz/): replays fuzz/regressions/TARGET/* (every crash found so far), then fuzzes each
 # target for RKMCP_FUZZ_SECONDS (default 15 s; 7 targets ≈ 105 s plus the build), seeded
-# with the repository's own corpora. Skips, saying why, if cargo-fuzz is missing
-# (scripts/setup.d/60-fuzz.sh installs it) or RKMCP_NO_FUZZ=1.
+# with the repository's own corpora. RKMCP_NO_FUZZ=1 skips it.
 # Without a sanitizer, on the stable toolchain: every target is safe Rust, whose faults are panics,
 # runaway memory and hangs, which libFuzzer catches on its own. AddressSanitizer instrumented all
 # ~80 dependencies too, which made the build ~2x and each execution several times slower, beside
-# a test run that needs the cores. RKMCP_FUZZ_SANITIZER=address (the pinned nightly) for a deeper
-# run by hand.
+# a test run that needs the cores. RKMCP_FUZZ_SANITIZER=address (the pinned nightly, installed by
+# scripts/setup.d/60-fuzz.sh when that variable is set) for a deeper run by hand.
+#
+# Built and run without cargo-fuzz, which is a thin wrapper: cargo with the instrumentation flags
+# cargo-fuzz 0.13 passes for `cargo fuzz build -O` (below), then each target's binary, a
+# libFuzzer executable. Installing cargo-fuzz cost CI ~1.5 min of a core for nothing else; with
+# it installed, `cargo fuzz run TARGET` from fuzz/ builds and runs the same targets by hand.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-deps="${RKMCP_DEPS:-$repo/.deps}"
 nightly=nightly-2026-05-20
 seconds="${RKMCP_FUZZ_SECONDS:-15}"
 sanitizer="${RKMCP_FUZZ_SANITIZER:-none}"
-fuzz=(cargo fuzz)
-toolchain="the default toolchain"
-if [ "$sanitizer" != none ]; then
-  fuzz=(cargo "+$nightly" fuzz)
-  toolchain="$nightly"
-fi
 if [ "${RKMCP_NO_FUZZ:-0}" = 1 ]; then
   echo "70-fuzz: skipped (RKMCP_NO_FUZZ=1)" >&2
   exit 0
 fi
-export PATH="$deps/cargo-fuzz/bin:$PATH"
-# scripts/test leaves building cargo-fuzz to this step (RKMCP_DEFER_CARGO_FUZZ in its setup).
-if ! command -v cargo-fuzz >/dev/null; then
-  started=$(date +%s)
-  RKMCP_DEPS="$deps" RKMCP_DEFER_CARGO_FUZZ=0 bash "$repo/scripts/setup.d/60-fuzz.sh" >&2
-  echo "70-fuzz: installing cargo-fuzz took $(( $(date +%s) - started )) s" >&2
-fi
-if { [ "$sanitizer" != none ] && ! rustup run "$nightly" rustc --version >/dev/null 2>&1; } ||
-   ! command -v cargo-fuzz >/dev/null; then
-  echo "70-fuzz: skipped: $toolchain or cargo-fuzz is not installed (run scripts/setup.d/60-fuzz.sh)" >&2
-  exit 0
+cargo=(cargo)
+# cargo-fuzz's flags for a release build on Linux: coverage counters, comparison tracing and
+# stack depth for libFuzzer, `cfg(fuzzing)`, no branch folding (it hides branches from the
+# coverage), and one codegen unit (with several, the sancov pass blocks cross-unit inlining).
+flags=(-Cpasses=sancov-module
+  -Cllvm-args=-sanitizer-coverage-level=4
+  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters
+  -Cllvm-args=-sanitizer-coverage-pc-table
+  -Cllvm-args=-sanitizer-coverage-trace-compares
+  --cfg fuzzing
+  -Cllvm-args=-simplifycfg-branch-fold-threshold=0
+  -Cllvm-args=-sanitizer-coverage-stack-depth
+  -Ccodegen-units=1)
+if [ "$sanitizer" != none ]; then
+  if ! rustup run "$nightly" rustc --version >/dev/null 2>&1; then
+    echo "70-fuzz: skipped: RKMCP_FUZZ_SANITIZER=$sanitizer needs $nightly (run scripts/setup.d/60-fuzz.sh with it set)" >&2
+    exit 0
+  fi
+  cargo=(cargo "+$nightly")
+  flags+=("-Zsanitizer=$sanitizer")
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_odr_violation=0}"
 fi
 cd "$repo/fuzz"
+# With --target, RUSTFLAGS reach the targets and their dependencies but not build scripts.
+triple="$(rustc -vV | sed -n 's/^host: //p')"
 started=$(date +%s)
-"${fuzz[@]}" build -O -s "$sanitizer"
+RUSTFLAGS="${flags[*]} ${RUSTFLAGS:-}" "${cargo[@]}" build --release --target "$triple" --bins \
+  --config 'profile.release.debug="line-tables-only"'
 echo "70-fuzz: build took $(( $(date +%s) - started )) s" >&2
+bin_dir="$repo/fuzz/target/$triple/release"
+# The targets: the [[bin]] names in fuzz/Cargo.toml.
+targets=$(awk '/^\[\[bin\]\]/ { in_bin = 1; next } in_bin && /^name *=/ { gsub(/^name *= *"|"$/, ""); print; in_bin = 0 }' Cargo.toml)
+[ -n "$targets" ] || { echo "70-fuzz: no [[bin]] targets found in fuzz/Cargo.toml" >&2; exit 1; }
 
 # Seeds: files the repository already has for each target (copied, so libFuzzer's additions
 # land in fuzz/corpus/, which git ignores).
@@ -64,15 +78,16 @@ seed oauth_responses "$repo/fuzz/seeds/oauth_responses"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 total=0
-for target in $("${fuzz[@]}" list); do
+for target in $targets; do
+  mkdir -p "artifacts/$target"
   if [ -d "regressions/$target" ]; then
-    if ! "${fuzz[@]}" run -O -s "$sanitizer" "$target" regressions/"$target"/* -- -runs=0 >"$log" 2>&1; then
+    if ! "$bin_dir/$target" -runs=0 regressions/"$target"/* >"$log" 2>&1; then
       tail -n 40 "$log" >&2
       echo "70-fuzz: $target fails on a saved regression input (fuzz/regressions/$target)" >&2
       exit 1
     fi
   fi
-  if ! "${fuzz[@]}" run -O -s "$sanitizer" "$target" "corpus/$target" -- \
+  if ! "$bin_dir/$target" "corpus/$target" -artifact_prefix="artifacts/$target/" \
       -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
     grep -A12 "panicked at" "$log" | head -n 40 >&2 || tail -n 60 "$log" >&2
     echo "70-fuzz: NEW FINDING: $target crashed; the input is in fuzz/artifacts/$target/." >&2
