@@ -53,8 +53,13 @@ RUSTFLAGS="${flags[*]} ${RUSTFLAGS:-}" "${cargo[@]}" build --release --target "$
   --config 'profile.release.debug="line-tables-only"'
 echo "70-fuzz: build took $(( $(date +%s) - started )) s" >&2
 bin_dir="$repo/fuzz/target/$triple/release"
-# The targets: the [[bin]] names in fuzz/Cargo.toml.
-targets=$(awk '/^\[\[bin\]\]/ { in_bin = 1; next } in_bin && /^name *=/ { gsub(/^name *= *"|"$/, ""); print; in_bin = 0 }' Cargo.toml)
+# The targets: the fuzz crate's binaries, as cargo reads fuzz/Cargo.toml.
+targets=$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for package in json.load(sys.stdin)["packages"]:
+    for target in package["targets"]:
+        if "bin" in target["kind"]:
+            print(target["name"])')
 [ -n "$targets" ] || { echo "70-fuzz: no [[bin]] targets found in fuzz/Cargo.toml" >&2; exit 1; }
 
 # Seeds: files the repository already has for each target (copied, so libFuzzer's additions
