@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# beside-tests
+# beside-tests: network
 # The official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
 # scripts/setup.d/60-conformance.sh) against rkmcp's client: every client scenario the suite
 # lists, at every spec version it applies to, three at a time (sse-retry, timing-sensitive, alone).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# beside-tests
+# beside-tests: cpu
 # (Beside the test run: its own workspace and target directory, one core while fuzzing.)
 # Fuzzing (fuzz/): replays fuzz/regressions/TARGET/* (every crash found so far), then fuzzes each
 # target for RKMCP_FUZZ_SECONDS (default 15 s; 7 targets ≈ 105 s plus the build), seeded

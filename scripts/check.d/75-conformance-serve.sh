@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# beside-tests
+# beside-tests: network
 # The official MCP conformance suite's server scenarios (@modelcontextprotocol/conformance,
 # pinned in scripts/setup.d/60-conformance.sh) against `rkmcp serve`: every server scenario at
 # every spec version it applies to, run twice — against the reference server on its own

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# beside-tests
+# beside-tests: cpu
 # (Runs beside the test run, last of those checks: the tests leave a third of the two cores idle,
 # and by the time it starts `cargo test` has long finished compiling, so the two never wait on
 # each other's target-directory lock.)
