@@ -48,11 +48,37 @@ pub(crate) fn marker_prefix(a: &str, b: &str) -> usize {
 /// [`common_suffix`] cut back to a marker boundary in both texts.
 pub(crate) fn marker_suffix(a: &str, b: &str) -> usize {
     let mut n = common_suffix(a, b);
-    while n > 0 && !(boundary(a, a.len() - n) && boundary(b, b.len() - n)) {
-        let c = a[a.len() - n..].chars().next().map_or(1, char::len_utf8);
-        n -= c;
+    loop {
+        while n > 0 && !(boundary(a, a.len() - n) && boundary(b, b.len() - n)) {
+            let c = a[a.len() - n..].chars().next().map_or(1, char::len_utf8);
+            n -= c;
+        }
+        match closing_token(a, b, n) {
+            Some(len) => n -= len,
+            None => return n,
+        }
     }
-    n
+}
+
+/// The length of a `<…>` token that starts the shared suffix of length `n` right after text in
+/// both `a` and `b`, with another token after it. Such a token ends what precedes it (Kimi K3's
+/// `<|sep|>` after a section's name or attributes: `index="1"<|sep|>`, `argument<|sep|>`), so it
+/// belongs to the marker before the cut, not the one after.
+fn closing_token(a: &str, b: &str, n: usize) -> Option<usize> {
+    let suffix = &a[a.len() - n..];
+    let len = suffix.strip_prefix('<')?.find('>')? + 2;
+    let token = &suffix[..len];
+    let text_before = |t: &str| {
+        t[..t.len() - n]
+            .chars()
+            .next_back()
+            .is_some_and(|c| !c.is_whitespace() && !">]".contains(c))
+    };
+    (!token.contains(char::is_whitespace)
+        && suffix[len..].starts_with('<')
+        && text_before(a)
+        && text_before(b))
+    .then_some(len)
 }
 
 /// What `with` adds to `base`: `with` without the prefix and suffix it shares with `base`, the

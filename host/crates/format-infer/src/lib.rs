@@ -82,6 +82,7 @@ pub fn infer_with(template: &str, bos: &str, eos: &str) -> Result<InferredFormat
                     f.end_of_turn.push(eos.to_string());
                 }
                 f.reasoning = reasoning(&r, &answered, template);
+                f.message_open = message_open(&r, &answered, f.reasoning.as_ref());
                 f.tool_result = tool_result(&r, string_args);
                 check(&f, &r, &empty, string_args)?;
                 return Ok(f);
@@ -126,7 +127,8 @@ fn calls_format(
         .map_err(|e| err(format!("rendering a call with two arguments failed: {e}")))?;
     // A template may refuse two calls in one message (Llama 3.1): then calls stand alone.
     let t2 = call_text(r, empty, &[0, 1], string_args).ok();
-    let call = call_syntax(&t1, t2.as_deref(), &t3)?;
+    let mut call = call_syntax(&t1, t2.as_deref(), &t3)?;
+    declared_kinds(&mut call, r, empty, string_args, &t3);
     let start1 = body_start(&call, &t1, 0, all[0].0)
         .ok_or_else(|| err("the call's start could not be found in the rendered call"))?;
     let end1 = body_end(&call, &t1, start1)?;
@@ -143,6 +145,7 @@ fn calls_format(
         reasoning: None,
         end_of_turn: Vec::new(),
         tool_result: None,
+        message_open: String::new(),
     };
     if let Some(t2) = &t2
         && let Some((between, pre2, post2)) = two_calls(&f.call, t2)
@@ -288,7 +291,34 @@ fn call_syntax(t1: &str, t2: Option<&str>, t3: &str) -> Result<CallSyntax, Infer
             });
         }
     }
-    pairs_syntax(t3)
+    let mut syntax = pairs_syntax(t3)?;
+    if let Some(t2) = t2
+        && let CallSyntax::Named {
+            name_suffix,
+            arguments: Arguments::Pairs { key_prefix, .. },
+            ..
+        } = &mut syntax
+        && let Some(other) = second_pairs_name_suffix(t2, key_prefix)
+        && let Some(merged) = merge_wild(name_suffix, other)
+    {
+        // Otherwise the calls stand alone (the two-call render does not read back).
+        *name_suffix = merged;
+    }
+    Ok(syntax)
+}
+
+/// In a two-call render, the text between the second call's name and its first key/value pair
+/// (where a per-call index may show: `tool="f" index="2"<|sep|>`).
+fn second_pairs_name_suffix<'a>(t2: &'a str, key_prefix: &str) -> Option<&'a str> {
+    let all = calls();
+    let first = t2.find(all[0].0)?;
+    let n = first + t2[first..].find(all[1].0)? + all[1].0.len();
+    let key = ["minutes", "label"]
+        .iter()
+        .filter_map(|k| t2[n..].find(k))
+        .min()?;
+    let head = t2[n..n + key].trim();
+    Some(head.strip_suffix(key_prefix).unwrap_or(head).trim())
 }
 
 /// In a two-call render, the text between the second call's name and its JSON arguments.
@@ -324,6 +354,76 @@ fn merge_wild(a: &str, b: &str) -> Option<String> {
     let (ma, mb) = (&a[p..a.len() - s], &b[p..b.len() - s]);
     let wild = |m: &str| m.chars().all(is_wild);
     (wild(ma) && wild(mb)).then(|| format!("{}{WILDCARD}{}", &a[..p], &a[a.len() - s..]))
+}
+
+/// Where the wildcard after each key declares the value's kind (`string="true"`,
+/// `type="integer"`): how it spells each kind. It must spell text the same wherever the text
+/// stands among the arguments (`set_timer`'s label is second, `make_note`'s title first), or it
+/// is a position (an argument index), not a kind.
+fn declared_kinds(call: &mut CallSyntax, r: &Renderer, empty: &str, string_args: bool, t3: &str) {
+    let CallSyntax::Named {
+        arguments:
+            Arguments::Pairs {
+                key_suffix,
+                values: Values::Text,
+                kinds,
+                ..
+            },
+        ..
+    } = call
+    else {
+        return;
+    };
+    let Some((pre, _)) = key_suffix.split_once(WILDCARD) else {
+        return;
+    };
+    let read = |t: &str, key: &str| -> Option<String> {
+        let at = t.find(&format!("{key}{pre}"))? + key.len() + pre.len();
+        let spelled: String = t[at..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+            .collect();
+        (!spelled.is_empty()).then_some(spelled)
+    };
+    let Ok(t4) = call_text(r, empty, &[2], string_args) else {
+        return;
+    };
+    let (Some(text), Some(integer), Some(text2), Some(object)) = (
+        read(t3, "label"),
+        read(t3, "minutes"),
+        read(&t4, "title"),
+        read(&t4, "meta"),
+    ) else {
+        return;
+    };
+    if text != text2 || text == integer || text == object {
+        return;
+    }
+    let mut seen = std::collections::BTreeMap::from([
+        ("string".to_string(), text.clone()),
+        ("integer".to_string(), integer.clone()),
+        ("object".to_string(), object),
+    ]);
+    // The other kinds, where the template renders a call of every kind the same way.
+    let probe = r
+        .render(
+            &conversation(vec![render::probe_message(string_args)]),
+            false,
+        )
+        .map(|full| middle(empty, &full).to_string());
+    if let Ok(p) = probe
+        && read(&p, "probe_string").as_ref() == Some(&text)
+        && read(&p, "probe_integer").as_ref() == Some(&integer)
+    {
+        for (key, kind) in render::PROBE_KINDS {
+            if let Some(s) = read(&p, key)
+                && (kind == "string" || s != text)
+            {
+                seen.entry(kind.to_string()).or_insert(s);
+            }
+        }
+    }
+    *kinds = seen;
 }
 
 /// Key/value arguments, from the render of `set_timer(minutes=15, label="tea")`.
@@ -405,6 +505,7 @@ fn pairs_syntax(t3: &str) -> Result<CallSyntax, InferError> {
             separator: rest[vs..].trim().to_string(),
             values,
             verbatim,
+            kinds: Default::default(),
         },
         arguments_close: String::new(),
     })
@@ -416,13 +517,51 @@ fn end_of_turn(answered: &str) -> Vec<String> {
         return Vec::new();
     };
     let tail = answered[p + ANSWER.len()..].trim_start();
-    let token = tail.split_whitespace().next().unwrap_or("");
+    let mut token = tail.split_whitespace().next().unwrap_or("");
+    // Markers written without whitespace between (`<|close|>message<|sep|><|close|>assistant…`):
+    // the turn ends where its first token comes again, the start of the next marker.
+    if let Some(first) = bracket_token(token)
+        && let Some(again) = token[first.len()..].find(first)
+    {
+        token = &token[..first.len() + again];
+    }
     let special = token.starts_with('<') || token.starts_with('[') || token.contains('|');
     if special {
         vec![token.to_string()]
     } else {
         Vec::new()
     }
+}
+
+/// The `<…>` or `[…]` token `t` starts with.
+fn bracket_token(t: &str) -> Option<&str> {
+    let close = match t.chars().next()? {
+        '<' => '>',
+        '[' => ']',
+        _ => return None,
+    };
+    t.find(close).map(|e| &t[..=e])
+}
+
+/// What the template writes for an assistant message after its generation prompt and before
+/// the content (Kimi K3's `<|open|>message<|sep|>`): with the prompt ending before it, the model
+/// writes it. Only markup counts: no whitespace, no reasoning markers (a template that writes
+/// an empty `<think></think>` before every answer is not framing the message).
+fn message_open(r: &Renderer, answered: &str, reasoning: Option<&Markers>) -> String {
+    let Ok(prompt) = r.render(&conversation(Vec::new()), true) else {
+        return String::new();
+    };
+    let Some(rest) = answered.strip_prefix(prompt.as_str()) else {
+        return String::new();
+    };
+    let Some(p) = rest.find(ANSWER) else {
+        return String::new();
+    };
+    let m = rest[..p].trim();
+    let markup = m.starts_with(['<', '['])
+        && !m.contains(char::is_whitespace)
+        && reasoning.is_none_or(|r| !m.contains(&r.open) && !m.contains(&r.close));
+    if markup { m.to_string() } else { String::new() }
 }
 
 /// The reasoning markers the template writes around `reasoning_content` (or `thinking`); else

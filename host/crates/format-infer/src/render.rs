@@ -73,6 +73,33 @@ pub(crate) fn call_message(which: &[usize], string_args: bool) -> Value {
     json!({"role": "assistant", "content": "", "tool_calls": tool_calls})
 }
 
+/// One argument of each JSON kind, keyed by the kind: for templates that declare each value's
+/// kind, to read how they spell every one.
+pub(crate) const PROBE_KINDS: [(&str, &str); 7] = [
+    ("probe_string", "string"),
+    ("probe_integer", "integer"),
+    ("probe_number", "number"),
+    ("probe_boolean", "boolean"),
+    ("probe_null", "null"),
+    ("probe_array", "array"),
+    ("probe_object", "object"),
+];
+
+/// A `make_note` call with the [`PROBE_KINDS`] arguments.
+pub(crate) fn probe_message(string_args: bool) -> Value {
+    let args = json!({
+        "probe_string": "x", "probe_integer": 7, "probe_number": 0.5, "probe_boolean": true,
+        "probe_null": null, "probe_array": [1], "probe_object": {"k": 1}
+    });
+    let arguments = if string_args {
+        Value::String(args.to_string())
+    } else {
+        args
+    };
+    json!({"role": "assistant", "content": "", "tool_calls": [{"id": IDS[0], "type": "function",
+        "function": {"name": "make_note", "arguments": arguments}}]})
+}
+
 pub(crate) fn conversation(tail: Vec<Value>) -> Vec<Value> {
     let mut m = vec![
         json!({"role": "system", "content": "You are a test."}),

@@ -237,3 +237,67 @@ fn unreadable_templates_say_why() {
     let e = infer(raises).unwrap_err().to_string();
     assert!(e.contains("no tools here"), "{e}");
 }
+
+/// `<a k="…" t="str|json">`: the attribute after the key declares each value's kind, so a value
+/// declared as text stays text where no schema says otherwise, and JSON is read as JSON.
+#[test]
+fn value_kinds_declared_by_an_attribute() {
+    let calls = format!(
+        "{{% for tc in m.tool_calls %}}<call fn=\"{{{{ tc.function.name }}}}\" n=\"{{{{ loop.index }}}}\">{ARGS_TEXT}<a k=\"{{{{ k }}}}\" t=\"{{{{ 'str' if v is string else 'json' }}}}\">{{{{ v if v is string else v|tojson }}}}</a>{{% endfor %}}</call>{{% endfor %}}"
+    );
+    let f = infer(&chatml(&calls)).unwrap_or_else(|e| panic!("{e}"));
+    common::lark::check_grammar(&f).unwrap_or_else(|e| panic!("grammar: {e}"));
+    let CallSyntax::Named {
+        name_suffix,
+        arguments: Arguments::Pairs {
+            key_suffix, kinds, ..
+        },
+        ..
+    } = &f.call
+    else {
+        panic!("{f:#?}")
+    };
+    assert_eq!(
+        (name_suffix.as_str(), key_suffix.as_str()),
+        ("\" n=\"{*}\">", "\" t=\"{*}\">")
+    );
+    assert_eq!(kinds.get("string").map(String::as_str), Some("str"));
+    assert_eq!(kinds.get("boolean").map(String::as_str), Some("json"));
+    // `note` has no schema: the declaration decides.
+    let got = events_any_chunking(
+        &f,
+        &options(),
+        "<call fn=\"note\" n=\"1\"><a k=\"id\" t=\"str\">42</a><a k=\"n\" t=\"json\">42</a></call><call fn=\"set_timer\" n=\"2\"><a k=\"minutes\" t=\"json\">15</a><a k=\"label\" t=\"str\">tea</a></call>",
+    );
+    assert_eq!(
+        got,
+        vec![call(1, "note", json!({"id": "42", "n": 42})), timer(2)]
+    );
+    let mut args = serde_json::Map::new();
+    args.insert("id".into(), json!("42"));
+    args.insert("n".into(), json!(42));
+    assert_eq!(
+        f.example("note", &args),
+        "<call fn=\"note\" n=\"0\"><a k=\"id\" t=\"str\">42</a><a k=\"n\" t=\"json\">42</a></call>"
+    );
+}
+
+/// An attribute after the key that counts the arguments is not a declared kind: the second
+/// argument of one call and the first of another are both strings.
+#[test]
+fn an_argument_index_is_not_a_declared_kind() {
+    let calls = format!(
+        "{{% for tc in m.tool_calls %}}<call fn=\"{{{{ tc.function.name }}}}\">{ARGS_TEXT}<a k=\"{{{{ k }}}}\" i=\"{{{{ loop.index }}}}\">{{{{ v if v is string else v|tojson }}}}</a>{{% endfor %}}</call>{{% endfor %}}"
+    );
+    let f = infer(&chatml(&calls)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(&f.call, CallSyntax::Named { arguments: Arguments::Pairs { kinds, .. }, .. } if kinds.is_empty()),
+        "{f:#?}"
+    );
+    let got = events_any_chunking(
+        &f,
+        &options(),
+        "<call fn=\"set_timer\"><a k=\"minutes\" i=\"1\">15</a><a k=\"label\" i=\"2\">tea</a></call>",
+    );
+    assert_eq!(got, vec![timer(1)]);
+}

@@ -48,17 +48,23 @@ fn intern_list(items: &[&'static str]) -> &'static [&'static str] {
 
 type Pairs = &'static [(&'static str, &'static str)];
 
-pub(super) fn static_pairs(m: &Markers) -> Pairs {
+/// The reasoning markers of `f`: `r`, and `r` opened after the message's own open marker (the
+/// model writes that marker, then its reasoning).
+pub(super) fn static_pairs(f: &InferredFormat, r: &Markers) -> Pairs {
     static SEEN: OnceLock<Mutex<HashSet<Pairs>>> = OnceLock::new();
-    let pair = [(intern(&m.open), intern(&m.close))];
+    let mut pairs = vec![(intern(&r.open), intern(&r.close))];
+    if !f.message_open.is_empty() {
+        let open = format!("{}{}", f.message_open, r.open);
+        pairs.push((intern(&open), intern(&r.close)));
+    }
     let mut seen = SEEN
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = seen.get(&pair[..]) {
+    if let Some(s) = seen.get(&pairs[..]) {
         return s;
     }
-    let leaked: Pairs = Box::leak(Box::new(pair));
+    let leaked: Pairs = Box::leak(pairs.into_boxed_slice());
     seen.insert(leaked);
     leaked
 }
@@ -78,7 +84,7 @@ pub(super) fn build(f: &InferredFormat, opts: &DetectorOptions) -> Box<dyn ToolC
         };
         det = Box::new(ReasoningSplitter::new(
             det,
-            static_pairs(r),
+            static_pairs(f, r),
             ends,
             opts.reasoning_open,
         ));
@@ -129,11 +135,15 @@ impl InferredDetector {
         let trigger = trigger(&format);
         // Close markers of their own (special tokens) left outside a call are hidden, as the
         // modules hide a stray `</tool_call>`.
-        let hidden = [&format.call_close, &format.section_close]
+        let mut hidden: Vec<String> = [&format.call_close, &format.section_close]
             .into_iter()
-            .map(|m| first_token(m))
+            .map(|m| search_token(&format, m, &first_token(m)))
             .filter(|t| t.len() >= 3 && t.starts_with(['<', '[']) && *t != trigger)
             .collect();
+        // The message's frame is the model's markup, not its words.
+        if !format.message_open.is_empty() {
+            hidden.push(format.message_open.clone());
+        }
         let mut ids = Ids::new(setup);
         if let super::CallSyntax::Named {
             arguments: super::Arguments::Pairs { verbatim: true, .. },
@@ -159,7 +169,7 @@ impl InferredDetector {
     }
 
     /// What ends a block: the section's close marker, else the call's (its first token).
-    fn close_token(&self) -> &str {
+    fn close_token(&self) -> String {
         let close = if !self.format.section_open.is_empty() && !self.format.section_close.is_empty()
         {
             &self.format.section_close
@@ -167,7 +177,8 @@ impl InferredDetector {
             &self.format.call_close
         };
         let token = close.split_whitespace().next().unwrap_or("");
-        token.split(super::WILDCARD).next().unwrap_or(token)
+        let token = token.split(super::WILDCARD).next().unwrap_or(token);
+        search_token(&self.format, close, token)
     }
 
     /// Where a failed block ends: after the closing marker, else at the next opener.
@@ -180,7 +191,11 @@ impl InferredDetector {
         let token = self.close_token();
         // The earliest of the two, so the end does not depend on how much text has arrived.
         let closed = (!token.is_empty())
-            .then(|| self.buf[from..].find(token).map(|p| from + p + token.len()))
+            .then(|| {
+                self.buf[from..]
+                    .find(&token)
+                    .map(|p| from + p + token.len())
+            })
             .flatten();
         let next = self.buf[from..].find(&self.trigger).map(|p| from + p);
         match (closed, next) {
@@ -266,7 +281,7 @@ impl InferredDetector {
                     // the answer's text; one that was closed is a malformed call.
                     let after = &raw[self.trigger.len().min(raw.len())..];
                     let close = self.close_token();
-                    let closed = !close.is_empty() && after.contains(close);
+                    let closed = !close.is_empty() && after.contains(&close);
                     let structured = after.trim_start().starts_with(['{', '[', '<', '(', '"']);
                     if committed || (!self.format.anchored && (closed || structured)) {
                         self.ids.events(vec![Parsed::Bad { raw, error }], &mut out);
@@ -326,6 +341,77 @@ fn first_token(marker: &str) -> String {
     }
 }
 
+/// `token` (the start of `marker` searched for in text), or where other markers of the format
+/// start with the same token (`<|open|>tools<|sep|>` and `<|open|>think<|sep|>`,
+/// `<｜DSML｜ calls>` and `<｜DSML｜ invoke`), the token with the word after it that tells them
+/// apart: the token alone would find every marker of the family.
+fn search_token(f: &InferredFormat, marker: &str, token: &str) -> String {
+    let t = first_token(marker);
+    if t.is_empty() || token != t {
+        return token.to_string();
+    }
+    let own = named_token(marker, &t);
+    let mut others = vec![
+        f.section_open.as_str(),
+        &f.section_close,
+        &f.call_open,
+        &f.call_close,
+        &f.call_separator,
+        &f.message_open,
+    ];
+    if let Some(r) = &f.reasoning {
+        others.extend([r.open.as_str(), &r.close]);
+    }
+    if let super::CallSyntax::Named {
+        name_suffix,
+        arguments,
+        arguments_close,
+    } = &f.call
+    {
+        others.extend([name_suffix.as_str(), arguments_close]);
+        if let super::Arguments::Pairs {
+            key_prefix,
+            key_suffix,
+            value_suffix,
+            separator,
+            ..
+        } = arguments
+        {
+            others.extend([key_prefix.as_str(), key_suffix, value_suffix, separator]);
+        }
+    }
+    others.extend(f.end_of_turn.iter().map(String::as_str));
+    let shared = others
+        .iter()
+        .any(|m| first_token(m) == t && named_token(m, &t) != own);
+    if shared { own } else { t }
+}
+
+/// `token` (which starts `marker`) with what names it: whitespace, a word, then the `>` that
+/// closes the tag or a special token right after the word (`<|open|>tools<|sep|>`).
+fn named_token(marker: &str, token: &str) -> String {
+    let rest = &marker[token.len()..];
+    let word_at = rest.len() - rest.trim_start().len();
+    let word_len = rest[word_at..]
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len() - word_at);
+    if word_len == 0 {
+        return token.to_string();
+    }
+    let mut end = word_at + word_len;
+    let after = &rest[end..];
+    if after.starts_with('>') {
+        end += 1;
+    } else if after.starts_with('<')
+        && let Some(gt) = after.find('>')
+        && !after[..gt].contains(char::is_whitespace)
+        && !after[..gt].contains(super::WILDCARD)
+    {
+        end += gt + 1;
+    }
+    format!("{token}{}", &rest[..end])
+}
+
 /// What starts a call block in the text.
 pub(super) fn trigger(f: &InferredFormat) -> String {
     let opener = f.opener();
@@ -333,6 +419,6 @@ pub(super) fn trigger(f: &InferredFormat) -> String {
         // A JSON call object with no marker before it.
         "{".to_string()
     } else {
-        first_token(opener)
+        search_token(f, opener, &first_token(opener))
     }
 }

@@ -1,6 +1,8 @@
 //! The canonical text of calls in an inferred format (for prompts and tests) and its Lark
 //! grammar for llguidance, built from the same description as the detector.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 use super::{Arguments, CallSyntax, InferredFormat, Values, WILDCARD};
@@ -9,10 +11,39 @@ use crate::formats::grammar::{
     Rules, args_schema, is_string, json_expr, lit, ordered, params, text_until, text_value,
 };
 use crate::formats::{py_literal, tojson, xml_text};
+use crate::parse::schema_types;
 
 /// A marker as written in an example: the wildcard becomes the call's index.
 fn spelled(marker: &str, index: usize) -> String {
     marker.replace(WILDCARD, &index.to_string())
+}
+
+/// The JSON kind of `v`, as declared-kind formats name them in their renders.
+pub(super) fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "boolean",
+        Value::Null => "null",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// `key_suffix` declaring the kind of `v`. A kind the renders did not show is spelled as another
+/// non-text kind was: the value is JSON either way, and the schema types it.
+fn declared_suffix(key_suffix: &str, kinds: &BTreeMap<String, String>, v: &Value) -> String {
+    let kind = kind_of(v);
+    let spelling = kinds.get(kind).or_else(|| {
+        (kind != "string")
+            .then(|| kinds.iter().find(|(k, _)| *k != "string").map(|(_, s)| s))
+            .flatten()
+    });
+    match spelling {
+        Some(s) => key_suffix.replacen(WILDCARD, s, 1),
+        None => key_suffix.to_string(),
+    }
 }
 
 fn value_text(values: &Values, v: &Value) -> String {
@@ -49,14 +80,20 @@ fn one_call(f: &InferredFormat, name: &str, args: &Map<String, Value>, index: us
                     value_suffix,
                     separator,
                     values,
+                    kinds,
                     ..
                 } => args
                     .iter()
                     .map(|(k, v)| {
+                        let key_suffix = if kinds.is_empty() {
+                            key_suffix.clone()
+                        } else {
+                            declared_suffix(key_suffix, kinds, v)
+                        };
                         format!(
                             "{}{k}{}{}{}",
                             spelled(key_prefix, index),
-                            spelled(key_suffix, index),
+                            spelled(&key_suffix, index),
                             value_text(values, v),
                             spelled(value_suffix, index)
                         )
@@ -177,6 +214,7 @@ fn call_rule(f: &InferredFormat, tool: &ToolDef, rules: &mut Rules) -> String {
                     value_suffix,
                     separator,
                     values,
+                    kinds,
                     ..
                 } => {
                     let text = match values {
@@ -186,16 +224,34 @@ fn call_rule(f: &InferredFormat, tool: &ToolDef, rules: &mut Rules) -> String {
                     let items: Vec<(String, bool)> = params(&schema)
                         .iter()
                         .map(|p| {
+                            let (text_value, is_text) = match values {
+                                // `text` ends with the value suffix.
+                                Values::Text => {
+                                    text_value(p.schema, &text, &marker_expr(value_suffix))
+                                }
+                                _ => (String::new(), false),
+                            };
+                            // A declared kind: the text one for text, the schema's own type
+                            // where the renders showed its spelling, else any kind.
+                            let types = schema_types(p.schema);
+                            let kind = if is_text {
+                                kinds.get("string")
+                            } else if let [t] = types[..] {
+                                kinds.get(t)
+                            } else {
+                                None
+                            };
+                            let key_suffix = match kind {
+                                Some(k) => key_suffix.replacen(WILDCARD, k, 1),
+                                None => key_suffix.clone(),
+                            };
                             let head = join_ws(&[
                                 marker_expr(key_prefix),
                                 lit(p.name),
-                                marker_expr(key_suffix),
+                                marker_expr(&key_suffix),
                             ]);
                             let value = match values {
-                                // `text` ends with the value suffix.
-                                Values::Text => {
-                                    text_value(p.schema, &text, &marker_expr(value_suffix)).0
-                                }
+                                Values::Text => text_value,
                                 Values::Literal if is_string(p.schema) => {
                                     join(&[JSON_STRING.to_string(), marker_expr(value_suffix)])
                                 }

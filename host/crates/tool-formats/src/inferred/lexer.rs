@@ -41,6 +41,17 @@ pub(super) fn is_name(c: char) -> bool {
 /// Matches marker `lit` at `pos` after optional whitespace; whitespace inside `lit` matches any
 /// run of whitespace, [`WILDCARD`] a run of letters, digits, `_` and `-`.
 pub(super) fn lit_at(s: &str, pos: usize, lit: &str, eof: bool) -> Lit {
+    lit_wild(s, pos, lit, eof, &mut None)
+}
+
+/// [`lit_at`], also giving what the first [`WILDCARD`] matched (a declared kind).
+pub(super) fn lit_wild(
+    s: &str,
+    pos: usize,
+    lit: &str,
+    eof: bool,
+    wild: &mut Option<(usize, usize)>,
+) -> Lit {
     if lit.is_empty() {
         return Lit::Ok(pos);
     }
@@ -48,10 +59,12 @@ pub(super) fn lit_at(s: &str, pos: usize, lit: &str, eof: bool) -> Lit {
     let mut rest = lit;
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix(WILDCARD) {
+            let from = i;
             i = skip_while(s, i, is_wild);
             if i == s.len() && !eof {
                 return Lit::More;
             }
+            wild.get_or_insert((from, i));
             rest = r;
             continue;
         }

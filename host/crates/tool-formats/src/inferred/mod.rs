@@ -15,6 +15,8 @@
 //! marker stands for a run of letters, digits, `_` and `-` that differs per call (a call index,
 //! an id, a `string="true"` flag).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 mod detector;
@@ -63,6 +65,11 @@ pub struct InferredFormat {
     /// How the template wraps a tool result in the next turn, when it could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_result: Option<Markers>,
+    /// What the template writes between the generation prompt and an assistant message's
+    /// content (Kimi K3's `<|open|>message<|sep|>`): the model writes it itself, so it is the
+    /// frame of the answer, never its text, and reasoning may open after it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message_open: String,
 }
 
 /// An open/close marker pair.
@@ -113,6 +120,13 @@ pub enum Arguments {
         /// dropped.
         #[serde(default)]
         verbatim: bool,
+        /// Where the value's kind is declared by the [`WILDCARD`] of `key_suffix` (DSML's
+        /// `string="true"`, Kimi K3's `type="integer"`): what it reads for each JSON kind the
+        /// renders showed (`string`, `integer`, `object`, …). A value whose kind reads as the
+        /// `string` one is text as written, any other JSON; the tool's schema decides where the
+        /// declaration and the schema disagree. Empty: values are typed by the schema alone.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        kinds: BTreeMap<String, String>,
     },
 }
 
@@ -178,6 +192,19 @@ impl InferredFormat {
                 "text values need a marker that ends them (value_suffix is empty)".into(),
             ));
         }
+        if let CallSyntax::Named {
+            arguments: Arguments::Pairs {
+                kinds, key_suffix, ..
+            },
+            ..
+        } = &self.call
+            && !kinds.is_empty()
+            && !key_suffix.contains(WILDCARD)
+        {
+            return Err(InvalidFormat(
+                "declared value kinds need a wildcard in key_suffix to read them from".into(),
+            ));
+        }
         if let CallSyntax::Named { name_suffix, .. } = &self.call
             && name_suffix.is_empty()
             && matches!(
@@ -209,7 +236,7 @@ impl InferredFormat {
         let Some(r) = &self.reasoning else {
             return response.to_string();
         };
-        let pairs = detector::static_pairs(r);
+        let pairs = detector::static_pairs(self, r);
         let mut split = crate::detect::reasoning::Splitter::new(pairs, &[], reasoning_open);
         let (mut events, mut answer) = (Vec::new(), String::new());
         split.feed(response, &mut events, &mut answer);

@@ -6,8 +6,8 @@
 use serde_json::{Map, Value};
 
 use super::lexer::{
-    Lit, Res, Stop, close_at, expect, found, json_at, lit_at, literal_at, name_at, skip_ws,
-    text_value_end,
+    Lit, Res, Stop, close_at, expect, found, json_at, lit_at, lit_wild, literal_at, name_at,
+    skip_ws, text_value_end,
 };
 use super::{Arguments, CallSyntax, InferredFormat, Values};
 use crate::parse::{Parsed, Py, kind, normalize_arguments};
@@ -31,6 +31,8 @@ pub(super) enum Step {
 enum Args {
     Values(Map<String, Value>),
     Text(Vec<(String, String)>),
+    /// Text with the kind declared: `(key, value, is_text)`.
+    Declared(Vec<(String, String, bool)>),
 }
 
 fn pairs_at(
@@ -46,13 +48,18 @@ fn pairs_at(
         value_suffix,
         separator,
         values,
+        kinds,
         ..
     } = syntax
     else {
         return Err(Stop::Fail("not key/value arguments".into()));
     };
+    let text_kind = kinds
+        .get("string")
+        .filter(|_| matches!(values, Values::Text));
     let mut map = Map::new();
     let mut text = Vec::new();
+    let mut declared = Vec::new();
     let mut first = true;
     loop {
         let mut p = pos;
@@ -80,7 +87,12 @@ fn pairs_at(
             }
         };
         let key = key.to_string();
-        p = expect(s, q, key_suffix, eof)?;
+        let mut kind = None;
+        p = match lit_wild(s, q, key_suffix, eof, &mut kind) {
+            Lit::Ok(p) => p,
+            Lit::More => return Err(Stop::More),
+            Lit::No => return Err(expect(s, q, key_suffix, eof).err().unwrap_or(Stop::More)),
+        };
         match values {
             Values::Text => {
                 let at = text_value_end(s, p, eof, value_suffix, key_prefix, separator, follow)
@@ -88,7 +100,14 @@ fn pairs_at(
                         Stop::Fail(why) => Stop::Fail(format!("{why} (the value of `{key}`)")),
                         more => more,
                     })?;
-                text.push((key, s[p..at].to_string()));
+                let value = s[p..at].to_string();
+                match text_kind {
+                    Some(t) => {
+                        let is_text = kind.is_none_or(|(a, b)| s[a..b] == **t);
+                        declared.push((key, value, is_text));
+                    }
+                    None => text.push((key, value)),
+                }
                 p = at;
             }
             Values::Literal => {
@@ -121,7 +140,9 @@ fn pairs_at(
         pos = expect(s, p, value_suffix, eof)?;
         first = false;
     }
-    let args = if matches!(values, Values::Text) {
+    let args = if text_kind.is_some() {
+        Args::Declared(declared)
+    } else if matches!(values, Values::Text) {
         Args::Text(text)
     } else {
         Args::Values(map)
@@ -242,6 +263,11 @@ fn call_at(
                     id: None,
                 },
                 Args::Text(args) => Parsed::TextCall {
+                    name,
+                    args,
+                    id: None,
+                },
+                Args::Declared(args) => Parsed::DeclaredCall {
                     name,
                     args,
                     id: None,

@@ -22,6 +22,7 @@ fn hermes_like() -> InferredFormat {
         }),
         end_of_turn: vec!["<|end|>".into()],
         tool_result: None,
+        message_open: String::new(),
     }
 }
 
