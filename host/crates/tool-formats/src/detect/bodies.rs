@@ -168,6 +168,68 @@ pub(crate) fn tag_args(
     Ok(args)
 }
 
+// ---------------------------------------------------------------------------------------------
+// deepseek-dsml, deepseek-v41, kimi-k3: arguments whose header declares their key and kind
+
+/// How a family writes an argument `OPEN attrs HEADER_END value CLOSE` whose attributes name the
+/// key and declare whether the value is text (DSML: `<｜DSML｜parameter name="a" string="true">`,
+/// Kimi K3: `<|open|>argument key="a" type="string"<|sep|>`), and its error wording.
+pub(crate) struct AttrArgs {
+    pub open: &'static str,
+    pub header_end: &'static str,
+    pub close: &'static str,
+    /// The attribute holding the key.
+    pub key: &'static str,
+    /// The attribute and the value of it that declare text; anything else is JSON.
+    pub text: (&'static str, &'static str),
+    /// What the family calls an argument (in "before the next …").
+    pub noun: &'static str,
+    /// The errors for a header without its end and for one without the key attribute.
+    pub unterminated: &'static str,
+    pub keyless: &'static str,
+}
+
+/// `(key, value, is_text)` of each argument of `body`. A value ends at the first close followed
+/// by the next argument or the end of the body, so a close inside a value survives; a value that
+/// runs into the next argument lost its close: an error, never a value swallowing the next one.
+pub(crate) fn attr_args(
+    spec: &AttrArgs,
+    body: &str,
+) -> Result<Vec<(String, String, bool)>, String> {
+    let (open, close) = (spec.open, spec.close);
+    let mut args = Vec::new();
+    let mut rest = body;
+    loop {
+        let t = rest.trim_start();
+        if t.is_empty() {
+            break;
+        }
+        let after = t.strip_prefix(open).ok_or_else(|| {
+            let near = crate::parse::near(t, 30);
+            format!("unexpected text `{near}` where {open} was expected")
+        })?;
+        let h = after.find(spec.header_end).ok_or(spec.unterminated)?;
+        let attrs = &after[..h];
+        let key = xml_attr(attrs, spec.key)
+            .filter(|k| !k.trim().is_empty())
+            .ok_or(spec.keyless)?;
+        let value_and_rest = &after[h + spec.header_end.len()..];
+        let e = legal_close(value_and_rest, close, &[open])
+            .ok_or_else(|| format!("missing {close} for `{key}`"))?;
+        let value = &value_and_rest[..e];
+        if value.contains(open) {
+            return Err(format!(
+                "missing {close} for `{key}` before the next {}",
+                spec.noun
+            ));
+        }
+        let is_text = xml_attr(attrs, spec.text.0).as_deref() == Some(spec.text.1);
+        args.push((key.trim().to_string(), value.to_string(), is_text));
+        rest = &value_and_rest[e + close.len()..];
+    }
+    Ok(args)
+}
+
 /// The first `close` in `s` that is followed, after whitespace, by the end of `s` or one of
 /// `next`: where a close tag can really end an element (one inside a value is followed by
 /// more value text).

@@ -8,7 +8,7 @@ use super::grammar::{Rules, call_list, lit, text_until, xml_args};
 use super::{Format, Grammar, Hints, LarkShape, ResultTurn, THINK, tojson};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
-use crate::detect::bodies::{legal_close, marker_after};
+use crate::detect::bodies::{AttrArgs, attr_args, legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, xml_attr};
 
@@ -165,37 +165,17 @@ pub(crate) fn calls_in(tags: &Tags, raw: &str, inner: &str, terminated: bool) ->
 
 /// `(name, value, string="true")` of each parameter; a value without `string="true"` is JSON.
 fn params_in(tags: &Tags, body: &str) -> Result<Vec<(String, String, bool)>, String> {
-    let (param, param_end) = (tags.param, tags.param_end);
-    let mut args = Vec::new();
-    let mut rest = body;
-    loop {
-        let t = rest.trim_start();
-        if t.is_empty() {
-            break;
-        }
-        let after = t.strip_prefix(param).ok_or_else(|| {
-            let near = crate::parse::near(t, 30);
-            format!("unexpected text `{near}` where {param} was expected")
-        })?;
-        let gt = after.find('>').ok_or("unterminated parameter tag")?;
-        let attrs = &after[..gt];
-        let key = xml_attr(attrs, "name")
-            .filter(|n| !n.trim().is_empty())
-            .ok_or("parameter without a name")?;
-        let value_and_rest = &after[gt + 1..];
-        let e = legal_close(value_and_rest, param_end, &[param])
-            .ok_or_else(|| format!("missing {param_end} for `{key}`"))?;
-        let value = &value_and_rest[..e];
-        if value.contains(param) {
-            return Err(format!(
-                "missing {param_end} for `{key}` before the next parameter"
-            ));
-        }
-        let is_text = xml_attr(attrs, "string").as_deref() == Some("true");
-        args.push((key.trim().to_string(), value.to_string(), is_text));
-        rest = &value_and_rest[e + param_end.len()..];
-    }
-    Ok(args)
+    let spec = AttrArgs {
+        open: tags.param,
+        header_end: ">",
+        close: tags.param_end,
+        key: "name",
+        text: ("string", "true"),
+        noun: "parameter",
+        unterminated: "unterminated parameter tag",
+        keyless: "parameter without a name",
+    };
+    attr_args(&spec, body)
 }
 
 /// The same tags with ASCII bars (`<|DSML|…>`), which models also write. Read in their own

@@ -13,7 +13,7 @@ use super::grammar::{Rules, call_list, lit, xml_args_to};
 use super::{Format, Grammar, Hints, LarkShape, bare_result, tojson};
 use crate::convert::PromptStyle;
 use crate::convert::ToolDef;
-use crate::detect::bodies::{legal_close, marker_after};
+use crate::detect::bodies::{AttrArgs, attr_args, legal_close, marker_after};
 use crate::detect::marker::{Block, End, MarkerDetector};
 use crate::parse::{Parsed, xml_attr};
 
@@ -159,7 +159,7 @@ fn one_call(raw: &str, s: &str) -> Parsed {
     let Some(name) = xml_attr(&s[..h], "tool").filter(|n| !n.trim().is_empty()) else {
         return Parsed::bad(raw, "call without a tool=\"…\" attribute");
     };
-    match arguments(&s[h + SEP.len()..]) {
+    match attr_args(&ARGS, &s[h + SEP.len()..]) {
         Ok(args) => Parsed::DeclaredCall {
             name: name.trim().to_string(),
             args,
@@ -169,42 +169,17 @@ fn one_call(raw: &str, s: &str) -> Parsed {
     }
 }
 
-/// `(key, value, type="string")` of each argument. A value ends at the first argument close
-/// followed by the next argument or the end of the call, so a close inside a value survives.
-fn arguments(body: &str) -> Result<Vec<(String, String, bool)>, String> {
-    let mut args = Vec::new();
-    let mut rest = body;
-    loop {
-        let t = rest.trim_start();
-        if t.is_empty() {
-            break;
-        }
-        let after = t.strip_prefix(ARG).ok_or_else(|| {
-            let near = crate::parse::near(t, 30);
-            format!("unexpected text `{near}` where {ARG} was expected")
-        })?;
-        let h = after
-            .find(SEP)
-            .ok_or_else(|| format!("argument header without {SEP}"))?;
-        let attrs = &after[..h];
-        let key = xml_attr(attrs, "key")
-            .filter(|k| !k.trim().is_empty())
-            .ok_or("argument without a key=\"…\" attribute")?;
-        let value_and_rest = &after[h + SEP.len()..];
-        let e = legal_close(value_and_rest, ARG_END, &[ARG])
-            .ok_or_else(|| format!("missing {ARG_END} for `{key}`"))?;
-        let value = &value_and_rest[..e];
-        if value.contains(ARG) {
-            return Err(format!(
-                "missing {ARG_END} for `{key}` before the next argument"
-            ));
-        }
-        let is_text = xml_attr(attrs, "type").as_deref() == Some("string");
-        args.push((key.trim().to_string(), value.to_string(), is_text));
-        rest = &value_and_rest[e + ARG_END.len()..];
-    }
-    Ok(args)
-}
+/// K3's arguments: `<|open|>argument key="a" type="string"<|sep|>v<|close|>argument<|sep|>`.
+const ARGS: AttrArgs = AttrArgs {
+    open: ARG,
+    header_end: SEP,
+    close: ARG_END,
+    key: "key",
+    text: ("type", "string"),
+    noun: "argument",
+    unterminated: "argument header without <|sep|>",
+    keyless: "argument without a key=\"…\" attribute",
+};
 
 pub(crate) static K3: &[Block] = &[
     Block {
