@@ -42,6 +42,7 @@ mod plugin_transport_websocket;
 mod chat_approval_guards;
 mod chat_converter_plugins;
 mod chat_detector_plugins;
+mod chat_early_round;
 mod chat_loop_transcripts;
 mod chat_named_tool;
 mod chat_plugin_reload;

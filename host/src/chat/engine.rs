@@ -29,7 +29,9 @@ use super::validate::{ArgumentValidator, Coercion};
 use crate::mcp::manager::{ExposedTool, SessionManager};
 
 mod calls;
+mod early;
 use calls::{Checked, not_run};
+pub use early::EarlyRound;
 
 /// What happens during a turn, as it happens (for the terminal, or a script).
 #[derive(Debug, Clone, Serialize)]
@@ -135,6 +137,9 @@ pub struct ChatEngine {
     exclude_answered: bool,
     /// `copy_bias` resolved against the model file's size.
     copy_bias: f32,
+    /// The tools to list instead of the sessions' until the servers are up: the list remembered
+    /// from the last run, for an early first round ([`EarlyRound`]).
+    tools_override: Option<Vec<ExposedTool>>,
 }
 
 impl ChatEngine {
@@ -175,6 +180,7 @@ impl ChatEngine {
             shortlist_max,
             exclude_answered,
             copy_bias,
+            tools_override: None,
         };
         engine.refresh_tools();
         engine
@@ -217,9 +223,28 @@ impl ChatEngine {
 
     /// Re-reads the tools of every live server (they change on `list_changed`).
     pub fn refresh_tools(&mut self) {
-        let (exposed, _) = self.sessions.tools();
+        let exposed = match &self.tools_override {
+            Some(tools) => tools.clone(),
+            None => self.sessions.tools().0,
+        };
         self.plan.tools = exposed.iter().map(tool_def).collect();
         self.exposed = exposed;
+    }
+
+    /// Lists `tools` instead of the sessions' until [`attach_sessions`](Self::attach_sessions):
+    /// the list remembered from the last run, while the servers start.
+    pub fn list_remembered(&mut self, tools: Vec<ExposedTool>) {
+        self.tools_override = Some(tools);
+        self.refresh_tools();
+    }
+
+    /// The servers are up: their sessions replace the ones the engine was made with (none, for
+    /// an early start), and their tools the remembered list from the next turn on (the turn an
+    /// early round began keeps the tools it was planned with: they are the same, or the round
+    /// is discarded and the turn begins again).
+    pub fn attach_sessions(&mut self, sessions: Arc<SessionManager>) {
+        self.sessions = sessions;
+        self.tools_override = None;
     }
 
     pub fn plan(&self) -> &ToolPlan {
@@ -304,6 +329,15 @@ impl ChatEngine {
         cancel: CancellationToken,
     ) -> anyhow::Result<TurnOutcome> {
         let started = Instant::now();
+        let mut record = self.begin_turn(input, events).await;
+        let result = self.run_rounds(events, &cancel, &mut record, None).await;
+        self.end_turn(record, started);
+        result
+    }
+
+    /// The turn's start, before any round: the user's message in the history, the tools it
+    /// names, the shortlist, the converter's tool section.
+    async fn begin_turn(&mut self, input: &str, events: &UnboundedSender<ChatEvent>) -> TurnRecord {
         self.refresh_tools();
         if !input.is_empty() {
             self.history.push(Message::user(input));
@@ -349,11 +383,14 @@ impl ChatEngine {
             notify(events, notice);
             self.plan.converted = converted;
         }
-        let result = self.run_rounds(events, &cancel, &mut record).await;
+        record
+    }
+
+    /// Records a finished turn in the transcript.
+    fn end_turn(&mut self, mut record: TurnRecord, started: Instant) {
         record.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.transcript.messages = self.messages();
-        self.transcript.turns.push(record.clone());
-        result
+        self.transcript.turns.push(record);
     }
 
     /// What this turn's call values are tied to (`value_spans`, `span_escape`,
@@ -369,21 +406,9 @@ impl ChatEngine {
         g.active().then_some(g)
     }
 
-    /// The rounds of a turn: plan → generate → triage → approve and run → feed back, until the
-    /// triage (or a cancellation) says stop.
-    async fn run_rounds(
-        &mut self,
-        events: &UnboundedSender<ChatEvent>,
-        cancel: &CancellationToken,
-        record: &mut TurnRecord,
-    ) -> anyhow::Result<TurnOutcome> {
-        let caps = self.backend.info().capabilities;
-        let max_rounds = self.settings.max_rounds.max(1);
-        let mut outcome = TurnOutcome::default();
-        let mut fix_attempts = 0u32;
-        // Calls that ran this turn (id, name, arguments), to catch a model repeating itself.
-        let mut ran: Vec<(String, String, Value)> = Vec::new();
-        let mut state = RoundState {
+    /// The state the turn's first round is planned from.
+    fn first_round_state(&self, record: &TurnRecord) -> RoundState {
+        RoundState {
             string_bound: (self.copy_bias != 0.0)
                 .then(|| round::string_bound_for(self.last_user_message().unwrap_or_default())),
             named: record.named_tools.iter().map(|n| n.tool.clone()).collect(),
@@ -393,15 +418,39 @@ impl ChatEngine {
                 .fill_named_optional
                 .then(|| self.last_user_message().unwrap_or_default().to_string()),
             ..RoundState::default()
-        };
+        }
+    }
+
+    /// The rounds of a turn: plan → generate → triage → approve and run → feed back, until the
+    /// triage (or a cancellation) says stop. `first`: the first round's generation, already made
+    /// (an early round whose tools the servers confirmed; its events were already sent).
+    async fn run_rounds(
+        &mut self,
+        events: &UnboundedSender<ChatEvent>,
+        cancel: &CancellationToken,
+        record: &mut TurnRecord,
+        mut first: Option<RoundGeneration>,
+    ) -> anyhow::Result<TurnOutcome> {
+        let caps = self.backend.info().capabilities;
+        let max_rounds = self.settings.max_rounds.max(1);
+        let mut outcome = TurnOutcome::default();
+        let mut fix_attempts = 0u32;
+        // Calls that ran this turn (id, name, arguments), to catch a model repeating itself.
+        let mut ran: Vec<(String, String, Value)> = Vec::new();
+        let mut state = self.first_round_state(record);
         let mut generations: Vec<Stats> = Vec::new();
         let stop = loop {
             state.round += 1;
             let round = state.round;
             outcome.rounds = round;
-            let _ = events.send(ChatEvent::Round { round });
             let plan = round::plan_round(&self.settings, &self.plan, caps, &state);
-            let generated = self.generate_round(&plan, round, events, cancel).await?;
+            let generated = match first.take() {
+                Some(generated) => generated,
+                None => {
+                    let _ = events.send(ChatEvent::Round { round });
+                    self.generate_round(&plan, round, events, cancel).await?
+                }
+            };
             generations.extend(generated.stats.iter().cloned());
             let RoundGeneration {
                 generated:

@@ -11,7 +11,8 @@
 //! plugin). [`engine`] runs that loop for `rkmcp chat` and `ask`, each round planned by [`round`]
 //! (grammar, temperature) and streamed by [`generation`].
 //! [`sampling`] serves servers' `sampling/createMessage` on the same model, prompt and detector path,
-//! as a conversation of its own. [`reload`] puts new versions of the chat's plugins in place
+//! as a conversation of its own. [`remembered`] keeps the tool list of the last run, so `ask`
+//! starts its first round while the servers start. [`reload`] puts new versions of the chat's plugins in place
 //! between turns when their files change (`rkmcp chat`).
 pub mod approval;
 pub mod budget;
@@ -24,6 +25,7 @@ pub mod generation;
 pub mod named;
 pub mod prompt;
 pub mod reload;
+pub mod remembered;
 pub mod round;
 pub mod sampling;
 pub mod settings;

@@ -414,6 +414,10 @@ pub struct ChatSettings {
     /// before its answer; hidden by default (a status line says the model is reasoning).
     /// Reasoning is never scanned for calls and never fed back in later turns.
     pub show_reasoning: bool,
+    /// Keep each server configuration's tool list in the cache folder, so `ask` generates its
+    /// first round from the last run's list while the servers start; the round stands only if
+    /// the servers, once up, list exactly those tools (else it is discarded and redone).
+    pub remember_tools: bool,
     /// A grammar for every round instead of the generated one (`ask --grammar`); not a config key.
     #[serde(skip)]
     pub grammar: Option<String>,
@@ -444,6 +448,7 @@ impl Default for ChatSettings {
             result_max_chars: rkmcp_tool_formats::convert::DEFAULT_RESULT_LIMIT,
             answer_reserve: 256,
             show_reasoning: false,
+            remember_tools: true,
             stop: Vec::new(),
             approval: ApprovalConfig::default(),
             detector: None,

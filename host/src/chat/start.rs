@@ -3,10 +3,12 @@ use std::sync::Arc;
 
 use rkmcp_llm::{ModelConfig, SharedBackend};
 use rkmcp_plugin_host::{ApprovalGuard, Detector, PluginHost, PluginsConfig, SchemaConverter};
+use tokio_util::sync::CancellationToken;
 
 use super::approval::{Approver, Prompter};
 use super::client::{FormAsker, LocalClient};
-use super::engine::ChatEngine;
+use super::engine::{ChatEngine, EarlyRound};
+use super::remembered::{RememberedTools, ToolListMemory};
 use super::sampling::{Sampler, SamplingApprover, SamplingPolicy, SamplingSettings};
 use super::settings::ChatSettings;
 use crate::config::Config;
@@ -30,6 +32,9 @@ pub struct ChatOptions {
     pub sampling_approver: Option<Arc<dyn SamplingApprover>>,
     /// `--accept-defaults`: with nobody to ask, accept forms whose required fields have defaults.
     pub accept_defaults: bool,
+    /// `ask`: the question, known before the servers are up, so its first round may start
+    /// from the tool list remembered from the last run (`[chat] remember_tools`).
+    pub early_question: Option<String>,
 }
 
 /// The client side of server requests for a front end: terminal forms or the non-interactive
@@ -72,9 +77,17 @@ pub struct StartedChat {
     /// The host the chat's plugins came from (`None`: the chat uses none); hot reload loads new
     /// versions through it, so they share its compiled code and fault counts.
     pub plugin_host: Option<PluginHost>,
+    /// The early question's first round, generated from the remembered tool list while the
+    /// servers started, and whether their list confirmed it: pass it to
+    /// [`ChatEngine::turn_from`].
+    pub early: Option<EarlyRound>,
 }
 
-/// Starts the servers and loads the model at the same time (both take seconds).
+/// Starts the servers and loads the model at the same time (both take seconds). With an
+/// [`ChatOptions::early_question`] and a tool list remembered from the last run with the same
+/// servers, the model also generates the question's first round from that list while the
+/// servers start ([`StartedChat::early`]); their list, once they are up, decides whether it
+/// stands.
 pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result<StartedChat> {
     let policy = config
         .section::<SamplingSettings>("sampling")
@@ -83,6 +96,24 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
             SamplingPolicy::new(s).map_err(|e| crate::config::ConfigError::new(e).into())
         })?;
     let client = local_client(config, options.forms.clone(), options.accept_defaults);
+    // Plugins and the approval chain before the model: an early round already reads the
+    // model's output with the detector plugin and lists the tools through the converter.
+    let plugins = load_plugins(config, &options.settings)?;
+    let approver = Approver::new(
+        &options.settings.approval,
+        plugins.guards,
+        options.prompter.clone(),
+        options.yes,
+    )
+    .map_err(|err| crate::config::ConfigError::new(format!("[chat.approval]: {err}")))?;
+    let memory = (!options.no_tools && options.settings.remember_tools)
+        .then(|| ToolListMemory::for_config(config, options.only_server.as_deref()))
+        .flatten();
+    let remembered = options
+        .early_question
+        .as_ref()
+        .and(memory.as_ref())
+        .and_then(ToolListMemory::load);
     let servers = async {
         if options.no_tools {
             None
@@ -97,9 +128,40 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
     if model_config.prompt_cache {
         model_config.prompt_cache_dir = Some(rkmcp_llm::store::prompt_cache_dir());
     }
-    let model = SharedBackend::open(model_config);
-    let (sessions, backend) = tokio::join!(servers, model);
-    let backend = match backend {
+    let settings = options.settings.clone();
+    let (detector, converter) = (plugins.detector, plugins.converter);
+    let placeholder = Arc::new(SessionManager::none(client.clone()));
+    let early_question = options.early_question.clone();
+    let model_then_round = async move {
+        let backend = SharedBackend::open(model_config).await?;
+        let mut engine = ChatEngine::new(backend.clone(), placeholder, settings, approver);
+        if let Some(detector) = detector {
+            engine = engine.with_detector_plugin(detector);
+        }
+        if let Some(converter) = converter {
+            engine = engine.with_converter_plugin(converter);
+        }
+        let early = match (remembered, early_question) {
+            (Some(remembered), Some(question)) => {
+                engine.list_remembered(remembered.exposed());
+                // A failed early round costs nothing but its time: the turn runs as usual.
+                match engine
+                    .early_round(&question, &CancellationToken::new())
+                    .await
+                {
+                    Ok(round) => Some((round, remembered)),
+                    Err(err) => {
+                        tracing::debug!("no early first round: {err:#}");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        Ok::<_, rkmcp_llm::LlmError>((backend, engine, early))
+    };
+    let (sessions, built) = tokio::join!(servers, model_then_round);
+    let (backend, mut engine, early) = match built {
         Ok(b) => b,
         Err(err) => {
             if let Some(s) = sessions {
@@ -115,27 +177,25 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         Some(s) => s,
         None => SessionManager::start(&without_servers(config), None).await,
     };
-    let plugins = match load_plugins(config, &options.settings) {
-        Ok(p) => p,
-        Err(err) => {
-            sessions.shutdown().await;
-            return Err(err);
+    let live = RememberedTools::from_live(&sessions);
+    let early = early.map(|(mut round, remembered)| {
+        match &live {
+            Some(live) if remembered.same_as(live) => round.stands(),
+            Some(live) => round.discard(remembered.difference(live)),
+            None => round.discard("a server did not start".into()),
         }
-    };
-    let guards = plugins.guards;
-    let plugin_host = plugins.host;
-    let approver = match Approver::new(
-        &options.settings.approval,
-        guards,
-        options.prompter,
-        options.yes,
-    ) {
-        Ok(a) => a,
-        Err(err) => {
-            sessions.shutdown().await;
-            return Err(crate::config::ConfigError::new(format!("[chat.approval]: {err}")).into());
-        }
-    };
+        tracing::debug!(
+            "early first round from {} remembered tools: {:.0} ms",
+            remembered.tool_count(),
+            round.elapsed_ms()
+        );
+        round
+    });
+    if let (Some(memory), Some(live)) = (&memory, &live)
+        && memory.load().is_none_or(|kept| !kept.same_as(live))
+    {
+        memory.save(live);
+    }
     let failures = sessions.failures().to_vec();
     let sessions = Arc::new(sessions);
     // Sampling runs on the chat's model, as a conversation of its own.
@@ -151,17 +211,15 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         sessions.session(server).map(|s| server_context(s))
     }));
     client.set_sampler(Arc::new(sampler));
-    let mut engine = ChatEngine::new(backend, sessions, options.settings, approver);
-    if let Some(detector) = plugins.detector {
-        engine = engine.with_detector_plugin(detector);
-    }
-    if let Some(converter) = plugins.converter {
-        engine = engine.with_converter_plugin(converter);
+    engine.attach_sessions(sessions);
+    if early.is_none() {
+        engine.refresh_tools();
     }
     Ok(StartedChat {
         engine,
         failures,
-        plugin_host,
+        plugin_host: plugins.host,
+        early,
     })
 }
 

@@ -56,6 +56,9 @@ pub struct TurnRecord {
     /// prefill speed over the tokens actually processed, generation speed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stats: Option<Stats>,
+    /// Where the tools of the turn's first round came from: the servers, or the list remembered
+    /// from the last run (`ask` starts from it while the servers start).
+    pub tool_list: crate::chat::remembered::ToolListSource,
 }
 
 /// One generation and the calls it asked for.

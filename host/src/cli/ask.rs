@@ -274,6 +274,7 @@ pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
             forms: None,
             sampling_approver: None,
             accept_defaults: ctx.global.accept_defaults,
+            early_question: Some(prompt.clone()),
         },
     )
     .await?;
@@ -301,7 +302,10 @@ pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
                 cancel_on_ctrl_c.cancel();
             }
         });
-        let r = engine.turn(&prompt, &tx, cancel.clone()).await;
+        let r = match started.early {
+            Some(early) => engine.turn_from(early, &tx, cancel.clone()).await,
+            None => engine.turn(&prompt, &tx, cancel.clone()).await,
+        };
         watcher.abort();
         r
     };
@@ -325,7 +329,13 @@ pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else if let Some(p) = printer {
-        p.finish();
+        let tools = engine
+            .transcript()
+            .turns
+            .last()
+            .map(|t| t.tool_list.clone())
+            .unwrap_or_default();
+        p.finish_with(&tools);
     }
     engine.into_sessions_shutdown().await;
     if outcome.cancelled {

@@ -99,6 +99,7 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
                     as Arc<dyn crate::chat::sampling::SamplingApprover>
             }),
             accept_defaults: ctx.global.accept_defaults,
+            early_question: None,
         },
     )
     .await?;

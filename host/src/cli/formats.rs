@@ -193,6 +193,7 @@ fn print_description(f: &InferredFormat) {
             println!("{label:<16} {v:?}");
         }
     };
+    show("message open", &f.message_open);
     show("section open", &f.section_open);
     show("section close", &f.section_close);
     show("call open", &f.call_open);

@@ -8,6 +8,7 @@ use rkmcp_llm::Stats;
 use crate::chat::ChatEngine;
 use crate::chat::approval::Verdict;
 use crate::chat::engine::ChatEvent;
+use crate::chat::remembered::ToolListSource;
 use crate::chat::transcript::Transcript;
 use crate::mcp::StartFailure;
 
@@ -29,6 +30,8 @@ pub fn print_start(engine: &ChatEngine, failures: &[StartFailure]) {
     let t = engine.transcript();
     let plan = engine.plan();
     let servers = engine.sessions().sessions().len();
+    // The servers' own count: an early first round has already shortlisted the plan's tools.
+    let tools = engine.sessions().tools().0.len();
     eprintln!(
         "{}",
         dim(&format!(
@@ -38,8 +41,8 @@ pub fn print_start(engine: &ChatEngine, failures: &[StartFailure]) {
             t.chat_template,
             servers,
             if servers == 1 { "" } else { "s" },
-            plan.tools.len(),
-            if plan.tools.len() == 1 { "" } else { "s" },
+            tools,
+            if tools == 1 { "" } else { "s" },
             plan.format
         ))
     );
@@ -258,17 +261,30 @@ impl Printer {
     }
 
     /// Ends the answer's line and prints the turn's figures (all its generations), dimmed.
-    pub fn finish(mut self) {
+    pub fn finish(self) {
+        self.finish_with(&ToolListSource::Live);
+    }
+
+    /// Ends the output: the stats line, saying where the tools came from when they were not
+    /// simply the servers' (`ask`'s early round).
+    pub fn finish_with(mut self, tools: &ToolListSource) {
         if !self.at_line_start {
             println!();
             self.at_line_start = true;
         }
         if !self.generations.is_empty() {
             let s = Stats::total(&self.generations);
-            eprintln!(
-                "{}",
-                dim(&stats_line(&s, self.generations.len(), self.calls))
-            );
+            let mut line = stats_line(&s, self.generations.len(), self.calls);
+            match tools {
+                ToolListSource::Live => {}
+                ToolListSource::Remembered => {
+                    line.push_str(" · first round from the remembered tool list")
+                }
+                ToolListSource::Discarded { why } => {
+                    line.push_str(&format!(" · remembered tool list discarded ({why})"))
+                }
+            }
+            eprintln!("{}", dim(&line));
         }
     }
 }

@@ -158,6 +158,23 @@ impl SessionManager {
         }
     }
 
+    /// A manager of no servers, for a chat whose servers are still starting (its sessions are
+    /// replaced once they are up): no audit log of its own, nothing to shut down.
+    pub fn none(requests: Arc<dyn ClientRequests>) -> SessionManager {
+        SessionManager {
+            sessions: Vec::new(),
+            failures: Vec::new(),
+            filters: BTreeMap::new(),
+            _plugins: None,
+            monitors: Vec::new(),
+            stop_monitors: tokio_util::sync::CancellationToken::new(),
+            requests,
+            startup: Duration::ZERO,
+            audit: None,
+            index: RwLock::default(),
+        }
+    }
+
     /// What answers the servers' requests.
     pub fn requests(&self) -> &Arc<dyn ClientRequests> {
         &self.requests

@@ -57,9 +57,14 @@ pub fn models_dir() -> PathBuf {
     xdg_dir("XDG_DATA_HOME", ".local/share").join("models")
 }
 
+/// rkmcp's cache folder (`$XDG_CACHE_HOME/rkmcp`): what can be rebuilt at any time.
+pub fn cache_dir() -> PathBuf {
+    xdg_dir("XDG_CACHE_HOME", ".cache")
+}
+
 /// Where llama.cpp's prompt states are kept between runs (`[model] prompt_cache`).
 pub fn prompt_cache_dir() -> PathBuf {
-    xdg_dir("XDG_CACHE_HOME", ".cache").join("prompt-cache")
+    cache_dir().join("prompt-cache")
 }
 
 pub fn default_model_path() -> PathBuf {
