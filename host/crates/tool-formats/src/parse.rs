@@ -240,15 +240,7 @@ pub(crate) fn schema_types(schema: &Value) -> Vec<&str> {
         && let Some(values) = literals
     {
         for v in values {
-            out.push(match v {
-                Value::String(_) => "string",
-                Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-                Value::Number(_) => "number",
-                Value::Bool(_) => "boolean",
-                Value::Null => "null",
-                Value::Array(_) => "array",
-                Value::Object(_) => "object",
-            });
+            out.push(json_kind(v));
         }
     }
     out
@@ -813,5 +805,19 @@ mod tests {
             Some("x y")
         );
         assert_eq!(xml_attr(r#" rename="a""#, "name"), None);
+    }
+}
+
+/// The JSON Schema type name of `v` (`integer` for whole numbers): what formats that declare a
+/// value's kind write (`type="integer"`), and what a schema's `type` says.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "boolean",
+        Value::Null => "null",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }

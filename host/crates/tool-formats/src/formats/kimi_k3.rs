@@ -64,15 +64,7 @@ const HIDDEN: &[&str] = &[MESSAGE, MESSAGE_END, TOOLS_END];
 
 /// The `type` attribute of a value: `string` for text, else the JSON kind.
 fn type_of(v: &Value) -> &'static str {
-    match v {
-        Value::String(_) => "string",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "boolean",
-        Value::Null => "null",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    crate::parse::json_kind(v)
 }
 
 fn example(name: &str, args: &Map<String, Value>) -> String {

@@ -20,15 +20,7 @@ fn spelled(marker: &str, index: usize) -> String {
 
 /// The JSON kind of `v`, as declared-kind formats name them in their renders.
 pub(super) fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::String(_) => "string",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "boolean",
-        Value::Null => "null",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    crate::parse::json_kind(v)
 }
 
 /// `key_suffix` declaring the kind of `v`. A kind the renders did not show is spelled as another
