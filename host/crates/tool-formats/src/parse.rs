@@ -653,6 +653,20 @@ pub(crate) fn near(rest: &str, chars: usize) -> String {
         .collect()
 }
 
+/// The JSON Schema type name of `v` (`integer` for whole numbers): what formats that declare a
+/// value's kind write (`type="integer"`), and what a schema's `type` says.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "boolean",
+        Value::Null => "null",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -805,19 +819,5 @@ mod tests {
             Some("x y")
         );
         assert_eq!(xml_attr(r#" rename="a""#, "name"), None);
-    }
-}
-
-/// The JSON Schema type name of `v` (`integer` for whole numbers): what formats that declare a
-/// value's kind write (`type="integer"`), and what a schema's `type` says.
-pub(crate) fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::String(_) => "string",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "boolean",
-        Value::Null => "null",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
