@@ -415,7 +415,8 @@ pub struct ChatSettings {
     /// Reasoning is never scanned for calls and never fed back in later turns.
     pub show_reasoning: bool,
     /// Keep each server configuration's tool list in the cache folder, so `ask` generates its
-    /// first round from the last run's list while the servers start; the round stands only if
+    /// first round from the last run's list while the servers start (when they can: the model
+    /// on the NPU, or a core left beside the CPU backend's threads); the round stands only if
     /// the servers, once up, list exactly those tools (else it is discarded and redone).
     pub remember_tools: bool,
     /// A grammar for every round instead of the generated one (`ask --grammar`); not a config key.
