@@ -11,7 +11,6 @@
 //! the file holds what the servers listed.
 use std::path::{Path, PathBuf};
 
-use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -27,14 +26,7 @@ pub struct RememberedTools {
     format: u32,
     /// Each started server's name and the version its handshake named (in config order).
     servers: Vec<(String, Option<String>)>,
-    tools: Vec<RememberedTool>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct RememberedTool {
-    name: String,
-    server: String,
-    tool: Tool,
+    tools: Vec<ExposedTool>,
 }
 
 impl RememberedTools {
@@ -54,31 +46,16 @@ impl RememberedTools {
                 (s.name().to_string(), version)
             })
             .collect();
-        let (exposed, _) = sessions.tools();
         Some(RememberedTools {
             format: FORMAT,
             servers,
-            tools: exposed
-                .into_iter()
-                .map(|t| RememberedTool {
-                    name: t.name,
-                    server: t.server,
-                    tool: t.tool,
-                })
-                .collect(),
+            tools: sessions.tools().0,
         })
     }
 
     /// The tools as the engine lists them.
     pub fn exposed(&self) -> Vec<ExposedTool> {
-        self.tools
-            .iter()
-            .map(|t| ExposedTool {
-                name: t.name.clone(),
-                server: t.server.clone(),
-                tool: t.tool.clone(),
-            })
-            .collect()
+        self.tools.clone()
     }
 
     pub fn tool_count(&self) -> usize {
@@ -221,8 +198,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tool(name: &str, description: &str) -> RememberedTool {
-        RememberedTool {
+    fn tool(name: &str, description: &str) -> ExposedTool {
+        ExposedTool {
             name: format!("srv__{name}"),
             server: "srv".into(),
             tool: serde_json::from_value(json!({
@@ -234,7 +211,7 @@ mod tests {
         }
     }
 
-    fn list(version: &str, tools: Vec<RememberedTool>) -> RememberedTools {
+    fn list(version: &str, tools: Vec<ExposedTool>) -> RememberedTools {
         RememberedTools {
             format: FORMAT,
             servers: vec![("srv".into(), Some(version.into()))],

@@ -109,12 +109,12 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
     let memory = (!options.no_tools && options.settings.remember_tools)
         .then(|| ToolListMemory::for_config(config, options.only_server.as_deref()))
         .flatten();
-    let remembered = options
-        .early_question
-        .as_ref()
-        .filter(|_| servers_can_start_beside(&options.model))
-        .and(memory.as_ref())
-        .and_then(ToolListMemory::load);
+    // Read once: what an early round starts from, and what the live list is compared with
+    // before it is written again.
+    let kept = memory.as_ref().and_then(ToolListMemory::load);
+    let remembered = kept
+        .clone()
+        .filter(|_| options.early_question.is_some() && servers_can_start_beside(&options.model));
     let servers = async {
         if options.no_tools {
             None
@@ -193,7 +193,7 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         round
     });
     if let (Some(memory), Some(live)) = (&memory, &live)
-        && memory.load().is_none_or(|kept| !kept.same_as(live))
+        && kept.as_ref().is_none_or(|kept| !kept.same_as(live))
     {
         memory.save(live);
     }

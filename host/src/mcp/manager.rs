@@ -20,8 +20,8 @@ pub struct StartFailure {
     pub error: String,
 }
 
-/// A tool as the model sees it.
-#[derive(Debug, Clone)]
+/// A tool as the model sees it (serialized as `ask` remembers it: chat/remembered.rs).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ExposedTool {
     /// The namespaced name (`time__get_current_time`).
     pub name: String,
