@@ -74,6 +74,26 @@ impl Runtime {
                 .max_tables_per_component(8);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
+        if let Some(dir) = &opts.cache_dir {
+            let functions = crate::function_cache::folder(dir);
+            for d in [dir.join("index"), functions.clone()] {
+                crate::trust::create_private_dir(&d).with_context(|| {
+                    format!("cannot create the plugin compile cache {}", dir.display())
+                })?;
+            }
+            for d in [dir.clone(), dir.join("index"), functions.clone()] {
+                crate::trust::check_folder(&d).map_err(|e| {
+                    anyhow::anyhow!(
+                        "the plugin compile cache is not safe to run code from: {e} (or set `no_cache = true` in [plugins])"
+                    )
+                })?;
+            }
+            config
+                .enable_incremental_compilation(Arc::new(
+                    crate::function_cache::FunctionCache::new(functions),
+                ))
+                .map_err(anyhow::Error::from)?;
+        }
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
@@ -83,19 +103,6 @@ impl Runtime {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let compat = format!("{:016x}", hasher.finish());
-
-        if let Some(dir) = &opts.cache_dir {
-            crate::trust::create_private_dir(&dir.join("index")).with_context(|| {
-                format!("cannot create the plugin compile cache {}", dir.display())
-            })?;
-            for d in [dir.clone(), dir.join("index")] {
-                crate::trust::check_folder(&d).map_err(|e| {
-                    anyhow::anyhow!(
-                        "the plugin compile cache is not safe to run code from: {e} (or set `no_cache = true` in [plugins])"
-                    )
-                })?;
-            }
-        }
 
         let stop = Arc::new(AtomicBool::new(false));
         {

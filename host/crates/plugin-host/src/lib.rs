@@ -29,6 +29,7 @@ mod caps;
 pub mod config;
 mod engine;
 mod error;
+mod function_cache;
 pub mod grants;
 mod handles;
 mod host;
