@@ -18,8 +18,10 @@ use crate::handles::{
 };
 use crate::kind::{Exported, PluginKind, SUPPORTED_VERSIONS, classify};
 use crate::manifest::{self, Manifest};
-use crate::plugin::{Health, KindPre, Loaded, Settings, guarded};
-use crate::wit::{Versioned, latest, per_version, v0_1_0};
+use crate::plugin::{Health, KindPre, Loaded, Settings};
+use crate::wit::{
+    ApprovalGuardPre, DetectorPre, SchemaConverterPre, TransportPre, Versioned, latest, v0_1_0,
+};
 
 mod reload;
 pub use reload::{PluginVersion, Reload};
@@ -597,25 +599,11 @@ impl PluginHost {
 /// Instantiates the plugin once in a fresh store, under its deadline, and drops the instance:
 /// its imports link and its start-up code runs. Timed apart from the smoke call.
 async fn instantiate_once(loaded: &Arc<Loaded>) -> Result<(), PluginError> {
-    let mut store = loaded.new_store()?;
-    let timeout = loaded.settings.timeout;
-    macro_rules! instantiate {
-        ($pre:expr) => {
-            per_version!($pre, p => guarded!(
-                loaded,
-                &mut store,
-                "instantiate",
-                timeout,
-                p.instantiate_async(&mut store)
-            )
-            .map(drop))
-        };
-    }
     match &loaded.pre {
-        KindPre::Detector(pre) => instantiate!(pre),
-        KindPre::SchemaConverter(pre) => instantiate!(pre),
-        KindPre::ApprovalGuard(pre) => instantiate!(pre),
-        KindPre::Transport(pre) => instantiate!(pre),
+        KindPre::Detector(_) => loaded.instantiate::<DetectorPre>().await.map(drop),
+        KindPre::SchemaConverter(_) => loaded.instantiate::<SchemaConverterPre>().await.map(drop),
+        KindPre::ApprovalGuard(_) => loaded.instantiate::<ApprovalGuardPre>().await.map(drop),
+        KindPre::Transport(_) => loaded.instantiate::<TransportPre>().await.map(drop),
     }
 }
 

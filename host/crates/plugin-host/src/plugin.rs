@@ -17,7 +17,10 @@ use crate::engine::{CacheOutcome, Runtime};
 use crate::error::{FaultCause, PluginError};
 use crate::kind::PluginKind;
 use crate::state::{Limiter, PluginState};
-use crate::wit::{ApprovalGuardPre, DetectorPre, SchemaConverterPre, TransportPre};
+use crate::wit::{
+    ApprovalGuardBindings, ApprovalGuardPre, DetectorBindings, DetectorPre,
+    SchemaConverterBindings, SchemaConverterPre, TransportBindings, TransportPre, per_version,
+};
 
 /// Extra time the host waits beyond a call's deadline before it drops the call from outside;
 /// the epoch interrupt normally stops a running guest first, this catches a guest stuck in an
@@ -55,6 +58,57 @@ pub enum KindPre {
     SchemaConverter(SchemaConverterPre),
     ApprovalGuard(ApprovalGuardPre),
     Transport(TransportPre),
+}
+
+/// One kind's pre-linked component, whatever its contract version: where it sits in
+/// [`KindPre`] and what its instances are. [`Loaded::instantiate`] builds them alike for every
+/// kind.
+pub(crate) trait Pre: Sync {
+    const KIND: PluginKind;
+    type Bindings: Send;
+
+    fn of(pre: &KindPre) -> Option<&Self>;
+
+    fn instantiate(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> impl Future<Output = wasmtime::Result<Self::Bindings>> + Send;
+}
+
+macro_rules! pre_kinds {
+    ($($variant:ident: $pre:ty => $bindings:ty;)*) => {$(
+        impl Pre for $pre {
+            const KIND: PluginKind = PluginKind::$variant;
+            type Bindings = $bindings;
+
+            fn of(pre: &KindPre) -> Option<&Self> {
+                match pre {
+                    KindPre::$variant(p) => Some(p),
+                    _ => None,
+                }
+            }
+
+            async fn instantiate(
+                &self,
+                store: &mut Store<PluginState>,
+            ) -> wasmtime::Result<$bindings> {
+                per_version!(map self, p => p.instantiate_async(&mut *store).await)
+            }
+        }
+    )*};
+}
+
+pre_kinds! {
+    Detector: DetectorPre => DetectorBindings;
+    SchemaConverter: SchemaConverterPre => SchemaConverterBindings;
+    ApprovalGuard: ApprovalGuardPre => ApprovalGuardBindings;
+    Transport: TransportPre => TransportBindings;
+}
+
+/// One instance of a plugin: its store and bindings.
+pub(crate) struct Instance<B> {
+    pub store: Store<PluginState>,
+    pub bindings: B,
 }
 
 /// Fault history of one plugin (by name), shared by all its instances and handles.
@@ -141,6 +195,31 @@ impl Loaded {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Its pre-linked component of kind `P`, or why it is not of that kind.
+    pub(crate) fn pre<P: Pre>(&self) -> Result<&P, PluginError> {
+        P::of(&self.pre).ok_or_else(|| {
+            PluginError::unusable(
+                &self.name,
+                format!("is a {} plugin, not a {}", self.kind, P::KIND),
+            )
+        })
+    }
+
+    /// A fresh instance of kind `P` in a fresh store, instantiated under the call deadline (its
+    /// start-up code runs then).
+    pub(crate) async fn instantiate<P: Pre>(&self) -> Result<Instance<P::Bindings>, PluginError> {
+        let pre = self.pre::<P>()?;
+        let mut store = self.new_store()?;
+        let bindings = guarded!(
+            self,
+            &mut store,
+            "instantiate",
+            self.settings.timeout,
+            pre.instantiate(&mut store)
+        )?;
+        Ok(Instance { store, bindings })
     }
 
     /// A fresh store with the plugin's capabilities and limits.

@@ -60,14 +60,12 @@ pub async fn device_login(
     store.entries().await.map_err(store_err)?;
     let url = oauth::server_url(config)?;
     let server_store = ServerStore::new(store, name, url.as_str(), auth.client_id.clone());
-    let mut manager = oauth::manager(config, None).await?;
-    let metadata = oauth::discover(config, &mut manager, None).await?;
-    let Some(endpoint) = metadata
-        .additional_fields
-        .get("device_authorization_endpoint")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-    else {
+    let oauth::Discovered {
+        manager,
+        metadata,
+        endpoint,
+    } = oauth::discover_endpoint(config, "device_authorization_endpoint").await?;
+    let Some(endpoint) = endpoint else {
         return Err(AuthFailure::new(
             name,
             Step::Discovery,

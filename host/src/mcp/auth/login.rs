@@ -390,13 +390,9 @@ async fn revoke_all(config: &ServerConfig, entries: &[Entry]) -> Result<(), Auth
     use oauth2::TokenResponse;
     let name = config.name.as_str();
     let auth = config.auth.clone().unwrap_or_default();
-    let mut manager = oauth::manager(config, None).await?;
-    let metadata = oauth::discover(config, &mut manager, None).await?;
-    let Some(endpoint) = metadata
-        .additional_fields
-        .get("revocation_endpoint")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
+    let Some(endpoint) = oauth::discover_endpoint(config, "revocation_endpoint")
+        .await?
+        .endpoint
     else {
         return Ok(()); // nothing to revoke at; deleting is all we can do
     };

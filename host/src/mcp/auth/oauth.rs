@@ -124,6 +124,35 @@ pub async fn discover(
     Ok(resolution.metadata)
 }
 
+/// What discovery found for a request rkmcp makes itself, past rmcp: a plain manager, the
+/// metadata, and the endpoint the metadata names under `key`, if the server offers one.
+pub struct Discovered {
+    pub manager: AuthorizationManager,
+    pub metadata: AuthorizationMetadata,
+    pub endpoint: Option<String>,
+}
+
+/// Discovers the authorization server for an endpoint rmcp does not use
+/// (`device_authorization_endpoint`, `revocation_endpoint`): rmcp keeps such metadata fields
+/// only in `additional_fields`.
+pub async fn discover_endpoint(
+    config: &ServerConfig,
+    key: &str,
+) -> Result<Discovered, AuthFailure> {
+    let mut manager = manager(config, None).await?;
+    let metadata = discover(config, &mut manager, None).await?;
+    let endpoint = metadata
+        .additional_fields
+        .get(key)
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    Ok(Discovered {
+        manager,
+        metadata,
+        endpoint,
+    })
+}
+
 /// A manager ready for an authorization-code sign-in, with the metadata it discovered and
 /// the proof key its tokens will be bound to, if any.
 pub struct SignInManager {

@@ -4,9 +4,10 @@
 //! The policy is data: [`RELEASES`] lists every release whose `rkllm.h` was compared with
 //! `rkllm/rkllm.h` (the layout facts are in `tests/rkllm_ffi/layout.rs`), and [`choose`] turns
 //! what a library shows — the version string it carries, the optional symbols it exports — into a
-//! layout or a [`Refusal`]. One module per layout (`v1_2_0`, `v1_2_1`, `v1_3_0`) holds its
-//! `#[repr(C)]` calls and converts rkmcp's own `InitParams` / `RunInput` / `ResultView` at the
-//! boundary, so the backend sees one set of types whatever the release.
+//! layout or a [`Refusal`]. One module per layout (`v1_2_0`, `v1_2_1`, `v1_3_0`) states its
+//! `#[repr(C)]` types and converts rkmcp's own `InitParams` / `RunInput` / `ResultView` at the
+//! boundary ([`Layout`]); [`Calls`] makes the calls alike for every layout, so the backend sees
+//! one set of types whatever the release.
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use crate::config::AbiSetting;
@@ -306,11 +307,107 @@ unsafe extern "C" fn result_callback<S: ResultSink>(
     sys::RKLLM_CALLBACK_CONTINUE as c_int
 }
 
+/// What one layout states: the types of the calls whose structs differ, and how rkmcp's own
+/// types become them. [`Calls`] makes the calls, the same way for every layout.
+pub(crate) trait Layout {
+    /// `RKLLMParam`, as `rkllm_createDefaultParam` returns it.
+    type Param;
+    /// The result-callback argument of `rkllm_init`.
+    type Callback;
+    /// `RKLLMInput`.
+    type Input;
+    /// `RKLLMInferParam`.
+    type Infer;
+    /// `rkllm_clear_kv_cache`, whose arguments changed.
+    type ClearKvCache: Copy;
+
+    /// The fields of `params` set on the library's defaults.
+    fn fill(param: &mut Self::Param, params: &InitParams<'_>);
+
+    /// The callback argument that sends results to `S`, and what must outlive the handle.
+    fn callback<S: ResultSink>() -> (Self::Callback, KeepAlive);
+
+    fn input(input: &RunInput<'_>) -> Self::Input;
+
+    fn infer(input: &RunInput<'_>) -> Self::Infer;
+
+    /// Clears the whole cache with `f`.
+    ///
+    /// # Safety
+    /// A live handle.
+    unsafe fn clear(f: Self::ClearKvCache, handle: sys::LLMHandle, keep: c_int) -> c_int;
+}
+
+/// One layout's functions, resolved from a library.
+pub(crate) struct Calls<L: Layout> {
+    create_default: unsafe extern "C" fn() -> L::Param,
+    init: unsafe extern "C" fn(*mut sys::LLMHandle, *mut L::Param, L::Callback) -> c_int,
+    run: unsafe extern "C" fn(sys::LLMHandle, *mut L::Input, *mut L::Infer, *mut c_void) -> c_int,
+    clear_kv_cache: Option<L::ClearKvCache>,
+}
+
+impl<L: Layout> Calls<L> {
+    /// # Safety
+    /// `lib` has layout `L`.
+    unsafe fn resolve(lib: &libloading::Library) -> Result<Self, &'static str> {
+        // SAFETY: the types are this layout's, per the caller.
+        unsafe {
+            Ok(Self {
+                create_default: sym(lib, "rkllm_createDefaultParam")
+                    .ok_or("rkllm_createDefaultParam")?,
+                init: sym(lib, "rkllm_init").ok_or("rkllm_init")?,
+                run: sym(lib, "rkllm_run").ok_or("rkllm_run")?,
+                clear_kv_cache: sym(lib, "rkllm_clear_kv_cache"),
+            })
+        }
+    }
+
+    /// # Safety
+    /// See [`Functions::init`].
+    unsafe fn init<S: ResultSink>(
+        &self,
+        params: &InitParams<'_>,
+        handle: &mut sys::LLMHandle,
+    ) -> (c_int, KeepAlive) {
+        let (callback, keep_alive) = L::callback::<S>();
+        // SAFETY: the defaults come from the library itself; `params` outlives the call and what
+        // the callback points to outlives the handle (the caller keeps it).
+        let rc = unsafe {
+            let mut param = (self.create_default)();
+            L::fill(&mut param, params);
+            (self.init)(handle, &mut param, callback)
+        };
+        (rc, keep_alive)
+    }
+
+    /// # Safety
+    /// See [`Functions::run`].
+    unsafe fn run(
+        &self,
+        handle: sys::LLMHandle,
+        input: &RunInput<'_>,
+        userdata: *mut c_void,
+    ) -> c_int {
+        let mut rk_input = L::input(input);
+        let mut infer = L::infer(input);
+        // SAFETY: the structs and strings outlive the synchronous call.
+        unsafe { (self.run)(handle, &mut rk_input, &mut infer, userdata) }
+    }
+
+    /// # Safety
+    /// A live handle.
+    unsafe fn clear_kv_cache(&self, handle: sys::LLMHandle, keep: c_int) -> Option<c_int> {
+        // SAFETY: per the caller.
+        self.clear_kv_cache
+            .map(|f| unsafe { L::clear(f, handle, keep) })
+    }
+}
+
 /// The functions whose signatures differ between layouts, resolved for one.
 pub(crate) enum Functions {
-    V1_2_0(v1_2_0::Functions),
-    V1_2_1(v1_2_1::Functions),
-    V1_3_0(v1_3_0::Functions),
+    V1_2_0(Calls<v1_2_0::V1_2_0>),
+    V1_2_1(Calls<v1_2_1::V1_2_1>),
+    V1_3_0(Calls<v1_3_0::V1_3_0>),
 }
 
 /// Keeps what `rkllm_init` may hold on to alive as long as the handle (1.3.0 keeps a pointer to
@@ -329,9 +426,9 @@ impl Functions {
         // SAFETY: per the caller.
         unsafe {
             Ok(match abi {
-                Abi::V1_2_0 => Functions::V1_2_0(v1_2_0::Functions::resolve(lib)?),
-                Abi::V1_2_1 => Functions::V1_2_1(v1_2_1::Functions::resolve(lib)?),
-                Abi::V1_3_0 => Functions::V1_3_0(v1_3_0::Functions::resolve(lib)?),
+                Abi::V1_2_0 => Functions::V1_2_0(Calls::resolve(lib)?),
+                Abi::V1_2_1 => Functions::V1_2_1(Calls::resolve(lib)?),
+                Abi::V1_3_0 => Functions::V1_3_0(Calls::resolve(lib)?),
             })
         }
     }
@@ -348,8 +445,8 @@ impl Functions {
         // SAFETY: per the caller.
         unsafe {
             match self {
-                Functions::V1_2_0(f) => (f.init::<S>(params, handle), None),
-                Functions::V1_2_1(f) => (f.init::<S>(params, handle), None),
+                Functions::V1_2_0(f) => f.init::<S>(params, handle),
+                Functions::V1_2_1(f) => f.init::<S>(params, handle),
                 Functions::V1_3_0(f) => f.init::<S>(params, handle),
             }
         }

@@ -2,13 +2,12 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use tokio::sync::Mutex;
 
-use super::{Slot, wrong_kind};
+use super::Reused;
 use crate::error::PluginError;
-use crate::plugin::{KindPre, Loaded, guarded};
+use crate::plugin::{Loaded, guarded};
 use crate::wit::latest::{self, types};
-use crate::wit::{SchemaConverterBindings, per_version};
+use crate::wit::{SchemaConverterPre, per_version};
 use rkmcp_tool_formats::ToolCall;
 
 /// What a schema converter produced for a tools list.
@@ -22,88 +21,56 @@ pub struct Conversion {
 /// A schema-converter plugin. One instance serves calls one at a time; after a fault it is
 /// discarded and the next call builds a fresh one.
 pub struct SchemaConverter {
-    plugin: Arc<Loaded>,
-    slot: Mutex<Option<Slot<SchemaConverterBindings>>>,
+    instance: Reused<SchemaConverterPre>,
 }
 
 impl SchemaConverter {
     pub(crate) fn new(plugin: Arc<Loaded>) -> Result<Self, PluginError> {
-        match plugin.pre {
-            KindPre::SchemaConverter(_) => Ok(SchemaConverter {
-                plugin,
-                slot: Mutex::new(None),
-            }),
-            _ => Err(wrong_kind(&plugin, "schema-converter")),
-        }
+        Ok(SchemaConverter {
+            instance: Reused::new(plugin)?,
+        })
     }
 
     pub fn name(&self) -> &str {
-        &self.plugin.name
-    }
-
-    async fn slot<'a>(
-        &self,
-        guard: &'a mut Option<Slot<SchemaConverterBindings>>,
-    ) -> Result<&'a mut Slot<SchemaConverterBindings>, PluginError> {
-        let plugin = &self.plugin;
-        plugin.check_health()?;
-        if guard.is_none() {
-            let KindPre::SchemaConverter(pre) = &plugin.pre else {
-                return Err(wrong_kind(plugin, "schema-converter"));
-            };
-            let mut store = plugin.new_store()?;
-            let bindings = per_version!(map pre, p => guarded!(
-                plugin,
-                &mut store,
-                "instantiate",
-                plugin.settings.timeout,
-                p.instantiate_async(&mut store)
-            ))?;
-            *guard = Some(Slot { store, bindings });
-        }
-        guard
-            .as_mut()
-            .ok_or_else(|| PluginError::unusable(&plugin.name, "no instance"))
+        &self.instance.plugin.name
     }
 
     /// `tools_json`: the JSON text of an MCP `tools/list` result's `tools` array.
     pub async fn convert(&self, tools_json: &str) -> Result<Conversion, PluginError> {
-        let plugin = self.plugin.clone();
-        let mut guard = self.slot.lock().await;
-        let slot = self.slot(&mut guard).await?;
-        let r = per_version!(&slot.bindings, b => guarded!(
-            plugin,
-            &mut slot.store,
-            "convert",
-            plugin.settings.timeout,
-            b.rkmcp_plugin_schema_converter()
-                .call_convert(&mut slot.store, tools_json)
-        )
-        .map(|r| r.map(latest::Conversion::from)))
-        .and_then(|r| {
-            if let Ok(c) = &r {
-                let size = c.system_prompt.len()
-                    + c.grammar.as_ref().map_or(0, String::len)
-                    + c.json_schema.as_ref().map_or(0, String::len);
-                plugin.check_output("convert", size)?;
-            }
-            Ok(r)
-        });
+        let r = self
+            .instance
+            .call(async |plugin, slot| {
+                per_version!(&slot.bindings, b => guarded!(
+                    plugin,
+                    &mut slot.store,
+                    "convert",
+                    plugin.settings.timeout,
+                    b.rkmcp_plugin_schema_converter()
+                        .call_convert(&mut slot.store, tools_json)
+                )
+                .map(|r| r.map(latest::Conversion::from)))
+                .and_then(|r| {
+                    if let Ok(c) = &r {
+                        let size = c.system_prompt.len()
+                            + c.grammar.as_ref().map_or(0, String::len)
+                            + c.json_schema.as_ref().map_or(0, String::len);
+                        plugin.check_output("convert", size)?;
+                    }
+                    Ok(r)
+                })
+            })
+            .await?;
         match r {
-            Ok(Ok(c)) => Ok(Conversion {
+            Ok(c) => Ok(Conversion {
                 system_prompt: c.system_prompt,
                 grammar: c.grammar,
                 json_schema: c.json_schema,
             }),
-            Ok(Err(message)) => Err(PluginError::Refused {
-                plugin: plugin.name.to_string(),
+            Err(message) => Err(PluginError::Refused {
+                plugin: self.name().to_string(),
                 call: "convert".into(),
                 message: crate::boundary::reason(message),
             }),
-            Err(e) => {
-                *guard = None;
-                Err(e)
-            }
         }
     }
 
@@ -113,39 +80,34 @@ impl SchemaConverter {
         call: &ToolCall,
         result_json: &str,
     ) -> Result<String, PluginError> {
-        let plugin = self.plugin.clone();
         let wit_call = types::ToolCall {
             id: call.id.clone(),
             name: call.name.clone(),
             arguments_json: call.arguments.to_string(),
         };
-        let mut guard = self.slot.lock().await;
-        let slot = self.slot(&mut guard).await?;
-        let r = per_version!(&slot.bindings, b => guarded!(
-            plugin,
-            &mut slot.store,
-            "format-result",
-            plugin.settings.timeout,
-            b.rkmcp_plugin_schema_converter()
-                .call_format_result(&mut slot.store, &wit_call, result_json)
-        ))
-        .and_then(|r| {
-            if let Ok(s) = &r {
-                plugin.check_output("format-result", s.len())?;
-            }
-            Ok(r)
-        });
-        match r {
-            Ok(Ok(s)) => Ok(s),
-            Ok(Err(message)) => Err(PluginError::Refused {
-                plugin: plugin.name.to_string(),
-                call: "format-result".into(),
-                message: crate::boundary::reason(message),
-            }),
-            Err(e) => {
-                *guard = None;
-                Err(e)
-            }
-        }
+        let r = self
+            .instance
+            .call(async |plugin, slot| {
+                per_version!(&slot.bindings, b => guarded!(
+                    plugin,
+                    &mut slot.store,
+                    "format-result",
+                    plugin.settings.timeout,
+                    b.rkmcp_plugin_schema_converter()
+                        .call_format_result(&mut slot.store, &wit_call, result_json)
+                ))
+                .and_then(|r| {
+                    if let Ok(s) = &r {
+                        plugin.check_output("format-result", s.len())?;
+                    }
+                    Ok(r)
+                })
+            })
+            .await?;
+        r.map_err(|message| PluginError::Refused {
+            plugin: self.name().to_string(),
+            call: "format-result".into(),
+            message: crate::boundary::reason(message),
+        })
     }
 }

@@ -4,12 +4,11 @@ use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::wrong_kind;
 use crate::error::PluginError;
-use crate::plugin::{KindPre, Loaded, guarded};
+use crate::plugin::{Instance, Loaded, guarded};
 use crate::state::PluginState;
 use crate::wit::latest::types;
-use crate::wit::{DetectorBindings, per_version};
+use crate::wit::{DetectorBindings, DetectorPre, per_version};
 use rkmcp_tool_formats::DetectorEvent;
 
 /// A detector plugin. Each session (one model response) gets its own fresh instance, so a
@@ -29,10 +28,8 @@ pub struct DetectorSession {
 
 impl Detector {
     pub(crate) fn new(plugin: Arc<Loaded>) -> Result<Self, PluginError> {
-        match plugin.pre {
-            KindPre::Detector(_) => Ok(Detector { plugin }),
-            _ => Err(wrong_kind(&plugin, "detector")),
-        }
+        plugin.pre::<DetectorPre>()?;
+        Ok(Detector { plugin })
     }
 
     pub fn name(&self) -> &str {
@@ -42,43 +39,22 @@ impl Detector {
     /// Builds and drops one instance (what every session start pays); for benches and checks.
     #[doc(hidden)]
     pub async fn instantiate_only(&self) -> Result<(), PluginError> {
-        let plugin = &self.plugin;
-        let KindPre::Detector(pre) = &plugin.pre else {
-            return Err(wrong_kind(plugin, "detector"));
-        };
-        let mut store = plugin.new_store()?;
-        per_version!(pre, p => guarded!(
-            plugin,
-            &mut store,
-            "instantiate",
-            plugin.settings.timeout,
-            p.instantiate_async(&mut store)
-        )
-        .map(drop))?;
-        Ok(())
+        self.plugin.instantiate::<DetectorPre>().await.map(drop)
     }
 
     /// Starts a session; `format` selects a dialect if the plugin has several ("" = default).
     pub async fn start_session(&self, format: &str) -> Result<DetectorSession, PluginError> {
         let plugin = &self.plugin;
         plugin.check_health()?;
-        let KindPre::Detector(pre) = &plugin.pre else {
-            return Err(wrong_kind(plugin, "detector"));
-        };
-        let mut store = plugin.new_store()?;
-        let timeout = plugin.settings.timeout;
-        let bindings = per_version!(map pre, p => guarded!(
-            plugin,
-            &mut store,
-            "instantiate",
-            timeout,
-            p.instantiate_async(&mut store)
-        ))?;
+        let Instance {
+            mut store,
+            bindings,
+        } = plugin.instantiate::<DetectorPre>().await?;
         let started = per_version!(&bindings, b => guarded!(
             plugin,
             &mut store,
             "start-session",
-            timeout,
+            plugin.settings.timeout,
             b.rkmcp_plugin_detector()
                 .call_start_session(&mut store, format)
         ))?;

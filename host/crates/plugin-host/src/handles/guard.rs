@@ -2,13 +2,12 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use tokio::sync::Mutex;
 
-use super::{Slot, wrong_kind};
+use super::Reused;
 use crate::error::PluginError;
-use crate::plugin::{KindPre, Loaded, guarded};
+use crate::plugin::{Loaded, guarded};
 use crate::wit::latest::types;
-use crate::wit::{ApprovalGuardBindings, per_version};
+use crate::wit::{ApprovalGuardPre, per_version};
 
 /// MCP tool annotations (hints; `None` when the server did not say).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -37,30 +36,23 @@ pub enum Decision {
 }
 
 pub struct ApprovalGuard {
-    plugin: Arc<Loaded>,
-    slot: Mutex<Option<Slot<ApprovalGuardBindings>>>,
+    instance: Reused<ApprovalGuardPre>,
 }
 
 impl ApprovalGuard {
     pub(crate) fn new(plugin: Arc<Loaded>) -> Result<Self, PluginError> {
-        match plugin.pre {
-            KindPre::ApprovalGuard(_) => Ok(ApprovalGuard {
-                plugin,
-                slot: Mutex::new(None),
-            }),
-            _ => Err(wrong_kind(&plugin, "approval-guard")),
-        }
+        Ok(ApprovalGuard {
+            instance: Reused::new(plugin)?,
+        })
     }
 
     pub fn name(&self) -> &str {
-        &self.plugin.name
+        &self.instance.plugin.name
     }
 
     /// Reviews a proposed call. An `ask` for a non-interactive call is turned into `deny`,
     /// because nobody is there to answer.
     pub async fn review(&self, call: &ProposedCall) -> Result<Decision, PluginError> {
-        let plugin = self.plugin.clone();
-        plugin.check_health()?;
         let a = &call.annotations;
         let wit_call = types::ProposedCall {
             server: call.server.clone(),
@@ -74,56 +66,37 @@ impl ApprovalGuard {
             },
             interactive: call.interactive,
         };
-        let mut guard = self.slot.lock().await;
-        if guard.is_none() {
-            let KindPre::ApprovalGuard(pre) = &plugin.pre else {
-                return Err(wrong_kind(&plugin, "approval-guard"));
-            };
-            let mut store = plugin.new_store()?;
-            let bindings = per_version!(map pre, p => guarded!(
-                plugin,
-                &mut store,
-                "instantiate",
-                plugin.settings.timeout,
-                p.instantiate_async(&mut store)
-            ))?;
-            *guard = Some(Slot { store, bindings });
-        }
-        let Some(slot) = guard.as_mut() else {
-            return Err(PluginError::unusable(&plugin.name, "no instance"));
-        };
-        let r = per_version!(&slot.bindings, b => guarded!(
-            plugin,
-            &mut slot.store,
-            "review",
-            plugin.settings.timeout,
-            b.rkmcp_plugin_approval_guard()
-                .call_review(&mut slot.store, &wit_call)
-        ))
-        .and_then(|d| {
-            let size = match &d {
-                types::Decision::Allow => 0,
-                types::Decision::Deny(s) | types::Decision::Ask(s) => s.len(),
-            };
-            plugin.check_output("review", size)?;
-            Ok(d)
-        });
-        match r {
-            Ok(types::Decision::Allow) => Ok(Decision::Allow),
-            Ok(types::Decision::Deny(reason)) => {
-                Ok(Decision::Deny(crate::boundary::reason(reason)))
+        let decision = self
+            .instance
+            .call(async |plugin, slot| {
+                per_version!(&slot.bindings, b => guarded!(
+                    plugin,
+                    &mut slot.store,
+                    "review",
+                    plugin.settings.timeout,
+                    b.rkmcp_plugin_approval_guard()
+                        .call_review(&mut slot.store, &wit_call)
+                ))
+                .and_then(|d| {
+                    let size = match &d {
+                        types::Decision::Allow => 0,
+                        types::Decision::Deny(s) | types::Decision::Ask(s) => s.len(),
+                    };
+                    plugin.check_output("review", size)?;
+                    Ok(d)
+                })
+            })
+            .await?;
+        Ok(match decision {
+            types::Decision::Allow => Decision::Allow,
+            types::Decision::Deny(reason) => Decision::Deny(crate::boundary::reason(reason)),
+            types::Decision::Ask(q) if call.interactive => {
+                Decision::Ask(crate::boundary::reason(q))
             }
-            Ok(types::Decision::Ask(q)) if call.interactive => {
-                Ok(Decision::Ask(crate::boundary::reason(q)))
-            }
-            Ok(types::Decision::Ask(q)) => Ok(Decision::Deny(format!(
+            types::Decision::Ask(q) => Decision::Deny(format!(
                 "needs approval, but rkmcp is not interactive: {}",
                 crate::boundary::reason(q)
-            ))),
-            Err(e) => {
-                *guard = None;
-                Err(e)
-            }
-        }
+            )),
+        })
     }
 }

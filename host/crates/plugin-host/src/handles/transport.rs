@@ -6,12 +6,11 @@ use tokio::sync::Mutex;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::wrong_kind;
 use crate::error::PluginError;
-use crate::plugin::{KindPre, Loaded, guarded};
+use crate::plugin::{Instance, Loaded, guarded};
 use crate::state::PluginState;
 use crate::wit::latest;
-use crate::wit::{TransportBindings, per_version};
+use crate::wit::{TransportBindings, TransportPre, per_version};
 
 /// Errors of a plugin connection: the transport's own errors, or a fault of the plugin.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -63,10 +62,8 @@ const RECEIVE_SLICE: Duration = Duration::from_millis(20);
 
 impl Transport {
     pub(crate) fn new(plugin: Arc<Loaded>) -> Result<Self, PluginError> {
-        match plugin.pre {
-            KindPre::Transport(_) => Ok(Transport { plugin }),
-            _ => Err(wrong_kind(&plugin, "transport")),
-        }
+        plugin.pre::<TransportPre>()?;
+        Ok(Transport { plugin })
     }
 
     pub fn name(&self) -> &str {
@@ -77,18 +74,10 @@ impl Transport {
     pub async fn connect(&self) -> Result<PluginConnection, ConnectionError> {
         let plugin = &self.plugin;
         plugin.check_health()?;
-        let KindPre::Transport(pre) = &plugin.pre else {
-            return Err(wrong_kind(plugin, "transport").into());
-        };
-        let mut store = plugin.new_store()?;
-        let timeout = plugin.settings.timeout;
-        let bindings = per_version!(map pre, p => guarded!(
-            plugin,
-            &mut store,
-            "instantiate",
-            timeout,
-            p.instantiate_async(&mut store)
-        ))?;
+        let Instance {
+            mut store,
+            bindings,
+        } = plugin.instantiate::<TransportPre>().await?;
         let config: Vec<(String, String)> = plugin
             .settings
             .config
@@ -99,7 +88,7 @@ impl Transport {
             plugin,
             &mut store,
             "connect",
-            timeout,
+            plugin.settings.timeout,
             b.rkmcp_plugin_transport()
                 .call_connect(&mut store, &config)
         )

@@ -29,15 +29,124 @@ pub(crate) struct Block {
     pub parse: ParseFn,
 }
 
-enum State {
-    Text,
-    InBlock { block: usize, scanned: usize },
+/// A block whose start marker opens the buffer, and how much of its body was already searched
+/// for the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Open {
+    block: usize,
+    scanned: usize,
 }
 
-pub(crate) struct MarkerDetector {
+/// The block scanning both [`MarkerDetector`] and the whole-message detector's tags use: text
+/// streams until a block start, then the block is held until its end.
+pub(crate) struct Blocks {
     blocks: &'static [Block],
     /// Block start markers, then the stray markers that are hidden from the text.
     starts: Vec<&'static str>,
+}
+
+impl Blocks {
+    /// `hidden`: markers dropped where they appear outside a block.
+    pub(crate) fn new(blocks: &'static [Block], hidden: &'static [&'static str]) -> Self {
+        Blocks {
+            blocks,
+            starts: blocks
+                .iter()
+                .map(|b| b.start)
+                .chain(hidden.iter().copied())
+                .collect(),
+        }
+    }
+
+    /// Streams the text of `buf` up to the first block start. Returns the block that now opens
+    /// `buf`, or `None` once the rest is emitted except a suffix that could still grow into a
+    /// marker (nothing is held at `eof`).
+    pub(crate) fn text(
+        &self,
+        buf: &mut String,
+        eof: bool,
+        out: &mut Vec<DetectorEvent>,
+    ) -> Option<Open> {
+        loop {
+            if let Some((p, bi)) = find_first(buf, &self.starts) {
+                push_text(out, &buf[..p]);
+                if bi >= self.blocks.len() {
+                    buf.drain(..p + self.starts[bi].len());
+                    continue;
+                }
+                buf.drain(..p);
+                return Some(Open {
+                    block: bi,
+                    scanned: 0,
+                });
+            }
+            let keep = if eof {
+                0
+            } else {
+                held_suffix(buf, &self.starts)
+            };
+            let emit = buf.len() - keep;
+            push_text(out, &buf[..emit]);
+            buf.drain(..emit);
+            return None;
+        }
+    }
+
+    /// Looks for the end of the `open` block at the start of `buf`. True when the block is done:
+    /// its events are out and it is drained from `buf` (at `eof` a block without an end is
+    /// parsed as cut off and `buf` emptied). False while it waits for more input.
+    pub(crate) fn block(
+        &self,
+        open: &mut Open,
+        buf: &mut String,
+        eof: bool,
+        ids: &mut Ids,
+        out: &mut Vec<DetectorEvent>,
+    ) -> bool {
+        let b = &self.blocks[open.block];
+        let body = &buf[b.start.len()..];
+        let found = match &b.end {
+            End::Finder { find, closers } => {
+                let new = &body[floor_boundary(body, open.scanned)..];
+                if open.scanned == 0
+                    || closers.is_empty()
+                    || new.contains(|c: char| closers.contains(c))
+                {
+                    find(body)
+                } else {
+                    None
+                }
+            }
+        };
+        match found {
+            Some((inner_end, consumed)) => {
+                let total = b.start.len() + consumed;
+                let parsed = (b.parse)(&buf[..total], &body[..inner_end], true);
+                ids.events(parsed, out);
+                buf.drain(..total);
+                true
+            }
+            None if eof => {
+                let parsed = (b.parse)(buf, body, false);
+                ids.events(parsed, out);
+                buf.clear();
+                true
+            }
+            None => {
+                open.scanned = body.len();
+                false
+            }
+        }
+    }
+}
+
+enum State {
+    Text,
+    InBlock(Open),
+}
+
+pub(crate) struct MarkerDetector {
+    blocks: Blocks,
     buf: String,
     state: State,
     ids: Ids,
@@ -53,12 +162,7 @@ impl MarkerDetector {
         setup: &Setup,
     ) -> Self {
         MarkerDetector {
-            blocks,
-            starts: blocks
-                .iter()
-                .map(|b| b.start)
-                .chain(hidden.iter().copied())
-                .collect(),
+            blocks: Blocks::new(blocks, hidden),
             buf: String::new(),
             state: State::Text,
             ids: Ids::new(setup),
@@ -80,70 +184,19 @@ impl MarkerDetector {
     fn run(&mut self, eof: bool) -> Vec<DetectorEvent> {
         let mut out = Vec::new();
         loop {
-            match self.state {
-                State::Text => {
-                    if let Some((p, bi)) = find_first(&self.buf, &self.starts) {
-                        push_text(&mut out, &self.buf[..p]);
-                        if bi >= self.blocks.len() {
-                            self.buf.drain(..p + self.starts[bi].len());
-                            continue;
-                        }
-                        self.buf.drain(..p);
-                        self.state = State::InBlock {
-                            block: bi,
-                            scanned: 0,
-                        };
-                        continue;
+            match &mut self.state {
+                State::Text => match self.blocks.text(&mut self.buf, eof, &mut out) {
+                    Some(open) => self.state = State::InBlock(open),
+                    None => break,
+                },
+                State::InBlock(open) => {
+                    if !self
+                        .blocks
+                        .block(open, &mut self.buf, eof, &mut self.ids, &mut out)
+                    {
+                        break;
                     }
-                    let keep = if eof {
-                        0
-                    } else {
-                        held_suffix(&self.buf, &self.starts)
-                    };
-                    let emit = self.buf.len() - keep;
-                    push_text(&mut out, &self.buf[..emit]);
-                    self.buf.drain(..emit);
-                    break;
-                }
-                State::InBlock { block, scanned } => {
-                    let b = &self.blocks[block];
-                    let body = &self.buf[b.start.len()..];
-                    let found = match &b.end {
-                        End::Finder { find, closers } => {
-                            let new = &body[floor_boundary(body, scanned)..];
-                            if scanned == 0
-                                || closers.is_empty()
-                                || new.contains(|c: char| closers.contains(c))
-                            {
-                                find(body)
-                            } else {
-                                None
-                            }
-                        }
-                    };
-                    match found {
-                        Some((inner_end, consumed)) => {
-                            let total = b.start.len() + consumed;
-                            let parsed = (b.parse)(&self.buf[..total], &body[..inner_end], true);
-                            self.ids.events(parsed, &mut out);
-                            self.buf.drain(..total);
-                            self.state = State::Text;
-                        }
-                        None if eof => {
-                            let parsed = (b.parse)(&self.buf, body, false);
-                            self.ids.events(parsed, &mut out);
-                            self.buf.clear();
-                            self.state = State::Text;
-                            break;
-                        }
-                        None => {
-                            self.state = State::InBlock {
-                                block,
-                                scanned: body.len(),
-                            };
-                            break;
-                        }
-                    }
+                    self.state = State::Text;
                 }
             }
         }

@@ -1,12 +1,12 @@
 //! Detector for formats where a call is the whole message (llama3 JSON, plain JSON, pythonic):
 //! the message is buffered only while it could still be a call, otherwise it streams as text.
-//! Optional tag markers (`<|python_tag|>`) open a call block anywhere in the text.
+//! Optional tag markers (`<|python_tag|>`) open a call block anywhere in the text, scanned by
+//! the marker detector's [`Blocks`].
 
-use super::marker::{Block, End};
+use super::marker::{Block, Blocks, Open};
 use super::{Ids, Setup, push_text};
 use crate::DetectorEvent;
 use crate::parse::Parsed;
-use crate::scan::{find_first, held_suffix};
 
 /// How a message prefix relates to the call syntax.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,14 +44,12 @@ enum State {
     Value,
     /// Plain text (only tag markers are looked for).
     Pass,
-    InTag {
-        tag: usize,
-    },
+    InTag(Open),
 }
 
 pub(crate) struct WholeDetector {
     spec: &'static WholeSpec,
-    tag_starts: Vec<&'static str>,
+    tags: Blocks,
     buf: String,
     state: State,
     ids: Ids,
@@ -61,7 +59,7 @@ impl WholeDetector {
     pub(crate) fn new(spec: &'static WholeSpec, setup: &Setup) -> Self {
         WholeDetector {
             spec,
-            tag_starts: spec.tags.iter().map(|t| t.start).collect(),
+            tags: Blocks::new(spec.tags, &[]),
             buf: String::new(),
             state: State::Start { after_call: false },
             ids: Ids::new(setup),
@@ -134,47 +132,19 @@ impl WholeDetector {
                     }
                     break;
                 }
-                State::Pass => {
-                    if let Some((p, t)) = find_first(&self.buf, &self.tag_starts) {
-                        push_text(&mut out, &self.buf[..p]);
-                        self.buf.drain(..p);
-                        self.state = State::InTag { tag: t };
-                        continue;
+                State::Pass => match self.tags.text(&mut self.buf, eof, &mut out) {
+                    Some(open) => self.state = State::InTag(open),
+                    None => break,
+                },
+                State::InTag(mut open) => {
+                    let done =
+                        self.tags
+                            .block(&mut open, &mut self.buf, eof, &mut self.ids, &mut out);
+                    if !done {
+                        self.state = State::InTag(open);
+                        break;
                     }
-                    let keep = if eof {
-                        0
-                    } else {
-                        held_suffix(&self.buf, &self.tag_starts)
-                    };
-                    let emit = self.buf.len() - keep;
-                    push_text(&mut out, &self.buf[..emit]);
-                    self.buf.drain(..emit);
-                    break;
-                }
-                State::InTag { tag } => {
-                    let b = &self.spec.tags[tag];
-                    let body = &self.buf[b.start.len()..];
-                    let End::Finder { find, .. } = &b.end;
-                    let found = find(body);
-                    match found {
-                        Some((inner_end, consumed)) => {
-                            let total = b.start.len() + consumed;
-                            let parsed = (b.parse)(&self.buf[..total], &body[..inner_end], true);
-                            self.ids.events(parsed, &mut out);
-                            self.buf.drain(..total);
-                            self.state = State::Start { after_call: true };
-                        }
-                        None if eof => {
-                            let parsed = (b.parse)(&self.buf, body, false);
-                            self.ids.events(parsed, &mut out);
-                            self.buf.clear();
-                            break;
-                        }
-                        None => {
-                            self.state = State::InTag { tag };
-                            break;
-                        }
-                    }
+                    self.state = State::Start { after_call: true };
                 }
             }
         }

@@ -3,95 +3,48 @@
 //! performance statistics, and `rkllm_clear_kv_cache` takes no positions.
 use std::ffi::{c_int, c_void};
 
-use super::{InitParams, ResultSink, ResultView, RunInput, sym, text_bytes};
+use super::{InitParams, KeepAlive, Layout, ResultSink, ResultView, RunInput, text_bytes};
 use crate::sys;
 
-type CreateDefault = unsafe extern "C" fn() -> sys::RKLLMParam_v1_2_0;
-type Init = unsafe extern "C" fn(
-    *mut sys::LLMHandle,
-    *mut sys::RKLLMParam_v1_2_0,
-    sys::LLMResultCallback_v1_2_0,
-) -> c_int;
-type Run = unsafe extern "C" fn(
-    sys::LLMHandle,
-    *mut sys::RKLLMInput_v1_2_0,
-    *mut sys::RKLLMInferParam_v1_2_0,
-    *mut c_void,
-) -> c_int;
-type ClearKvCache = unsafe extern "C" fn(sys::LLMHandle, c_int) -> c_int;
+pub(crate) enum V1_2_0 {}
 
-pub(crate) struct Functions {
-    create_default: CreateDefault,
-    init: Init,
-    run: Run,
-    clear_kv_cache: Option<ClearKvCache>,
-}
+impl Layout for V1_2_0 {
+    type Param = sys::RKLLMParam_v1_2_0;
+    type Callback = sys::LLMResultCallback_v1_2_0;
+    type Input = sys::RKLLMInput_v1_2_0;
+    type Infer = sys::RKLLMInferParam_v1_2_0;
+    type ClearKvCache = unsafe extern "C" fn(sys::LLMHandle, c_int) -> c_int;
 
-impl Functions {
-    /// # Safety
-    /// `lib` has layout 1.2.0.
-    pub(super) unsafe fn resolve(lib: &libloading::Library) -> Result<Self, &'static str> {
-        // SAFETY: the types are this layout's, per the caller.
-        unsafe {
-            Ok(Self {
-                create_default: sym(lib, "rkllm_createDefaultParam")
-                    .ok_or("rkllm_createDefaultParam")?,
-                init: sym(lib, "rkllm_init").ok_or("rkllm_init")?,
-                run: sym(lib, "rkllm_run").ok_or("rkllm_run")?,
-                clear_kv_cache: sym(lib, "rkllm_clear_kv_cache"),
-            })
-        }
+    fn fill(param: &mut Self::Param, params: &InitParams<'_>) {
+        fill_param!(*param, params);
     }
 
-    /// # Safety
-    /// See [`super::Functions::init`].
-    pub(super) unsafe fn init<S: ResultSink>(
-        &self,
-        params: &InitParams<'_>,
-        handle: &mut sys::LLMHandle,
-    ) -> c_int {
-        // SAFETY: the defaults come from the library itself; `params` outlives the call.
-        unsafe {
-            let mut param = (self.create_default)();
-            fill_param!(param, params);
-            (self.init)(handle, &mut param, Some(result_callback::<S>))
-        }
+    fn callback<S: ResultSink>() -> (Self::Callback, KeepAlive) {
+        (Some(result_callback::<S>), None)
     }
 
     /// The role and the thinking switch do not exist here: the runtime's chat template wraps the
     /// prompt as a user turn.
-    ///
-    /// # Safety
-    /// See [`super::Functions::run`].
-    pub(super) unsafe fn run(
-        &self,
-        handle: sys::LLMHandle,
-        input: &RunInput<'_>,
-        userdata: *mut c_void,
-    ) -> c_int {
+    fn input(input: &RunInput<'_>) -> Self::Input {
         let mut rk_input = sys::RKLLMInput_v1_2_0 {
             input_type: sys::RKLLM_INPUT_PROMPT,
             ..Default::default()
         };
         rk_input.__bindgen_anon_1.prompt_input = input.prompt.as_ptr();
-        let mut infer = sys::RKLLMInferParam_v1_2_0 {
+        rk_input
+    }
+
+    fn infer(input: &RunInput<'_>) -> Self::Infer {
+        sys::RKLLMInferParam_v1_2_0 {
             mode: sys::RKLLM_INFER_GENERATE,
             keep_history: input.keep_history,
             ..Default::default()
-        };
-        // SAFETY: the structs and strings outlive the synchronous call.
-        unsafe { (self.run)(handle, &mut rk_input, &mut infer, userdata) }
+        }
     }
 
-    /// # Safety
-    /// A live handle.
-    pub(super) unsafe fn clear_kv_cache(
-        &self,
-        handle: sys::LLMHandle,
-        keep: c_int,
-    ) -> Option<c_int> {
+    unsafe fn clear(f: Self::ClearKvCache, handle: sys::LLMHandle, keep: c_int) -> c_int {
         // SAFETY: per the caller.
-        self.clear_kv_cache.map(|f| unsafe { f(handle, keep) })
+        unsafe { f(handle, keep) }
     }
 }
 

@@ -1,80 +1,37 @@
 //! Layout 1.3.0 (release 1.3.0): `rkllm_init` takes an `RKLLMCallback` struct, `RKLLMParam`
 //! gained `ignore_eos_token` and lost the image markers, `RKLLMInferParam` has a per-run token
 //! limit and sampling override, and the multimodal input has image and video parts.
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
-use super::{InitParams, KeepAlive, ResultSink, RunInput, result_callback, sym};
+use super::v1_2_1::V1_2_1;
+use super::{InitParams, KeepAlive, Layout, ResultSink, RunInput, result_callback};
 use crate::sys;
 
-type CreateDefault = unsafe extern "C" fn() -> sys::RKLLMParam_v1_3_0;
-type Init = unsafe extern "C" fn(
-    *mut sys::LLMHandle,
-    *mut sys::RKLLMParam_v1_3_0,
-    *mut sys::RKLLMCallback,
-) -> c_int;
-type Run = unsafe extern "C" fn(
-    sys::LLMHandle,
-    *mut sys::RKLLMInput_v1_3_0,
-    *mut sys::RKLLMInferParam_v1_3_0,
-    *mut c_void,
-) -> c_int;
-type ClearKvCache = unsafe extern "C" fn(sys::LLMHandle, c_int, *mut c_int, *mut c_int) -> c_int;
+pub(crate) enum V1_3_0 {}
 
-pub(crate) struct Functions {
-    create_default: CreateDefault,
-    init: Init,
-    run: Run,
-    clear_kv_cache: Option<ClearKvCache>,
-}
+impl Layout for V1_3_0 {
+    type Param = sys::RKLLMParam_v1_3_0;
+    type Callback = *mut sys::RKLLMCallback;
+    type Input = sys::RKLLMInput_v1_3_0;
+    type Infer = sys::RKLLMInferParam_v1_3_0;
+    type ClearKvCache = <V1_2_1 as Layout>::ClearKvCache;
 
-impl Functions {
-    /// # Safety
-    /// `lib` has layout 1.3.0.
-    pub(super) unsafe fn resolve(lib: &libloading::Library) -> Result<Self, &'static str> {
-        // SAFETY: the types are this layout's, per the caller.
-        unsafe {
-            Ok(Self {
-                create_default: sym(lib, "rkllm_createDefaultParam")
-                    .ok_or("rkllm_createDefaultParam")?,
-                init: sym(lib, "rkllm_init").ok_or("rkllm_init")?,
-                run: sym(lib, "rkllm_run").ok_or("rkllm_run")?,
-                clear_kv_cache: sym(lib, "rkllm_clear_kv_cache"),
-            })
-        }
+    fn fill(param: &mut Self::Param, params: &InitParams<'_>) {
+        fill_param!(*param, params);
     }
 
-    /// The runtime may keep the `RKLLMCallback` pointer: it is returned boxed, to live as long as
-    /// the handle.
-    ///
-    /// # Safety
-    /// See [`super::Functions::init`].
-    pub(super) unsafe fn init<S: ResultSink>(
-        &self,
-        params: &InitParams<'_>,
-        handle: &mut sys::LLMHandle,
-    ) -> (c_int, KeepAlive) {
+    /// The runtime may keep the `RKLLMCallback` pointer: the struct is boxed, to live as long as
+    /// the handle (moving the box does not move the struct).
+    fn callback<S: ResultSink>() -> (Self::Callback, KeepAlive) {
         let mut callbacks = Box::new(sys::RKLLMCallback {
             result_callback: Some(result_callback::<S>),
             ..Default::default()
         });
-        // SAFETY: the defaults come from the library itself; `params` outlives the call and the
-        // callback struct outlives the handle (the caller keeps it).
-        let rc = unsafe {
-            let mut param = (self.create_default)();
-            fill_param!(param, params);
-            (self.init)(handle, &mut param, &mut *callbacks)
-        };
-        (rc, Some(callbacks))
+        let ptr: *mut sys::RKLLMCallback = &mut *callbacks;
+        (ptr, Some(callbacks))
     }
 
-    /// # Safety
-    /// See [`super::Functions::run`].
-    pub(super) unsafe fn run(
-        &self,
-        handle: sys::LLMHandle,
-        input: &RunInput<'_>,
-        userdata: *mut c_void,
-    ) -> c_int {
+    fn input(input: &RunInput<'_>) -> Self::Input {
         let mut rk_input = sys::RKLLMInput_v1_3_0 {
             role: input.role.as_ptr(),
             enable_thinking: input.enable_thinking,
@@ -82,25 +39,20 @@ impl Functions {
             ..Default::default()
         };
         rk_input.__bindgen_anon_1.prompt_input = input.prompt.as_ptr();
-        let mut infer = sys::RKLLMInferParam_v1_3_0 {
+        rk_input
+    }
+
+    fn infer(input: &RunInput<'_>) -> Self::Infer {
+        sys::RKLLMInferParam_v1_3_0 {
             mode: sys::RKLLM_INFER_GENERATE,
             keep_history: input.keep_history,
             max_new_tokens: input.max_new_tokens,
             ..Default::default()
-        };
-        // SAFETY: the structs and strings outlive the synchronous call.
-        unsafe { (self.run)(handle, &mut rk_input, &mut infer, userdata) }
+        }
     }
 
-    /// # Safety
-    /// A live handle.
-    pub(super) unsafe fn clear_kv_cache(
-        &self,
-        handle: sys::LLMHandle,
-        keep: c_int,
-    ) -> Option<c_int> {
-        // SAFETY: per the caller; null positions mean "the whole cache".
-        self.clear_kv_cache
-            .map(|f| unsafe { f(handle, keep, std::ptr::null_mut(), std::ptr::null_mut()) })
+    unsafe fn clear(f: Self::ClearKvCache, handle: sys::LLMHandle, keep: c_int) -> c_int {
+        // SAFETY: per the caller.
+        unsafe { V1_2_1::clear(f, handle, keep) }
     }
 }
