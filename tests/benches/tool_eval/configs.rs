@@ -10,16 +10,17 @@ use serde::Serialize;
 pub const DEFAULT_CONFIGS: &[&str] = &[
     // Free generation (no grammar): the speed baseline.
     "auto:plain@auto",
-    // Hermes for SmolLM2's ChatML template, explicit decision, `auto` shortlist, no grounding;
-    // held by llguidance, then by llama.cpp's GBNF sampler.
-    "auto:explicit@auto+copy0",
-    "auto:explicit@auto+copy0+gbnf",
-    // The defaults (grounding: `copy_bias = "auto"`, 2 for this model), and a stronger bias.
-    "auto:explicit@auto",
-    "auto:explicit@auto+copy4",
-    // The quick start's format, without and with grounding.
+    // Hermes (ChatML's convention), explicit decision, `auto` shortlist, no grounding; held by
+    // llguidance, then by llama.cpp's GBNF sampler.
+    "hermes:explicit@auto+copy0",
+    "hermes:explicit@auto+copy0+gbnf",
+    // Hermes with grounding (`copy_bias = "auto"`, 2 for this model), and a stronger bias.
+    "hermes:explicit@auto",
+    "hermes:explicit@auto+copy4",
+    // `tool-call-json` without grounding, then the defaults: `auto` is `tool-call-json` for a
+    // tiny model whose template writes no tool calls (SmolLM2's), with grounding.
     "tool-call-json:explicit@auto+copy0",
-    "tool-call-json:explicit@auto",
+    "auto:explicit@auto",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
