@@ -40,6 +40,7 @@ mod plugin_transport_python;
 mod plugin_transport_websocket;
 
 mod chat_approval_guards;
+mod chat_argument_steps;
 mod chat_converter_plugins;
 mod chat_detector_plugins;
 mod chat_early_round;

@@ -30,6 +30,7 @@ use crate::mcp::manager::{ExposedTool, SessionManager};
 
 mod calls;
 mod early;
+mod steps;
 use calls::{Checked, not_run};
 pub use early::EarlyRound;
 
@@ -788,13 +789,28 @@ impl ChatEngine {
                 .unwrap_or_default();
             request.prefer_bias = self.copy_bias;
         }
-        let mut generated = self.generate(request, events, cancel).await?;
+        let in_steps = match &plan.steps {
+            Some(steps) => {
+                self.generate_in_steps(steps, &request, events, cancel)
+                    .await?
+            }
+            None => None,
+        };
+        let wrote_in_steps = in_steps.is_some();
+        let mut generated = match in_steps {
+            Some(generated) => generated,
+            None => self.generate(request, events, cancel).await?,
+        };
         let mut stats: Vec<Stats> = generated.finished.iter().map(|f| f.1.clone()).collect();
         let calls = &mut generated.detected.calls;
         let chose_answer = calls.iter().any(|c| c.name == prompt::ANSWER_DIRECTLY);
         calls.retain(|c| c.name != prompt::ANSWER_DIRECTLY);
         let mut decision = None;
-        let mut grammar_name = plan.grammar_name.clone();
+        let mut grammar_name = if wrote_in_steps {
+            format!("{}, in steps", plan.grammar_name)
+        } else {
+            plan.grammar_name.clone()
+        };
         if chose_answer
             && generated.detected.calls.is_empty()
             && generated.detected.malformed.is_empty()

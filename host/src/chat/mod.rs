@@ -9,7 +9,8 @@
 //! fresh, and why the turn stops) → [`approval`] (policy, guard plugins, the user) → [`execute`]
 //! (MCP sessions behind [`execute::ToolRunner`]) → results fed back (by the format or the converter
 //! plugin). [`engine`] runs that loop for `rkmcp chat` and `ask`, each round planned by [`round`]
-//! (grammar, temperature) and streamed by [`generation`].
+//! (grammar, temperature) and streamed by [`generation`], or written a piece at a time by
+//! [`steps`] (`argument_steps`).
 //! [`sampling`] serves servers' `sampling/createMessage` on the same model, prompt and detector path,
 //! as a conversation of its own. [`remembered`] keeps the tool list of the last run, so `ask`
 //! starts its first round while the servers start. [`reload`] puts new versions of the chat's plugins in place
@@ -31,6 +32,7 @@ pub mod sampling;
 pub mod settings;
 pub mod shortlist;
 pub mod start;
+pub mod steps;
 pub mod transcript;
 pub mod triage;
 pub mod validate;

@@ -1,11 +1,12 @@
 //! The plan of one generation: which grammar holds it and at what temperature. Pure: decided from
 //! the settings, the tools and what happened earlier in the turn.
 use rkmcp_llm::Capabilities;
-use rkmcp_tool_formats::convert::{Grounding, fill_named_optional};
+use rkmcp_tool_formats::convert::{Grounding, ToolDef, fill_named_optional};
 use serde_json::Value;
 
 use super::prompt::{self, ToolPlan};
 use super::settings::{ChatSettings, GrammarEngine, ToolChoice};
+use super::steps::CallText;
 
 /// Where the turn stands when a round starts.
 #[derive(Debug, Clone, Default)]
@@ -58,6 +59,18 @@ pub struct RoundPlan {
     pub temperature: Option<f32>,
     /// Tools left out of the grammar.
     pub excluded: Vec<String>,
+    /// `argument_steps`: the round's call is written a piece at a time ([`crate::chat::steps`]).
+    pub steps: Option<CallSteps>,
+}
+
+/// A round whose call is written a piece at a time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSteps {
+    pub call: CallText,
+    /// The tools it may call, their schemas as the round's grammar holds them.
+    pub tools: Vec<ToolDef>,
+    /// The model may name `answer_directly` instead.
+    pub answer_directly: bool,
 }
 
 /// The plan for a round of the turn.
@@ -120,6 +133,7 @@ pub fn plan_round(
     let greedy = settings.greedy_tool_rounds
         && (state.round > 1 || matches!(name, "call-only" | "tool-or-answer_directly"));
     let guide = guide(settings, backend, offered, name, state.grounding.as_ref());
+    let steps = call_steps(settings, backend, offered, name, guide.is_some());
     let name = if named && name == "call-only" {
         NAMED_TOOL
     } else {
@@ -131,7 +145,38 @@ pub fn plan_round(
         grammar,
         temperature: greedy.then_some(0.0),
         excluded,
+        steps,
     }
+}
+
+/// Whether the round's call is written a piece at a time: `argument_steps`, a round that must
+/// name a tool (or `answer_directly`), held by llguidance (the steps' grammars are llguidance's),
+/// in a JSON call format of the built-in detector and converter (the engine writes the call's
+/// text itself, so nobody else may have a say in its syntax).
+fn call_steps(
+    settings: &ChatSettings,
+    backend: Capabilities,
+    offered: &ToolPlan,
+    name: &str,
+    held_by_llguidance: bool,
+) -> Option<CallSteps> {
+    let must_name = matches!(name, "call-only" | "tool-or-answer_directly");
+    if !settings.argument_steps
+        || !must_name
+        || !held_by_llguidance
+        || !backend.llguidance
+        || settings.detector.is_some()
+        || offered.converted.is_some()
+        || offered.inferred.is_some()
+        || offered.tools.is_empty()
+    {
+        return None;
+    }
+    Some(CallSteps {
+        call: CallText::of(offered.format)?,
+        tools: offered.tools.clone(),
+        answer_directly: name == "tool-or-answer_directly",
+    })
 }
 
 /// Gives every string schema in `schema` without a bound of its own (`maxLength`, `enum`,
@@ -202,6 +247,7 @@ pub fn plan_answer_after_decision(
         grammar,
         temperature: None,
         excluded: Vec::new(),
+        steps: None,
     }
 }
 
@@ -386,6 +432,60 @@ mod tests {
         assert!(
             !g.contains("time__now") && !g.contains("answer_directly"),
             "{g}"
+        );
+    }
+
+    #[test]
+    fn argument_steps_write_only_the_calls_a_round_must_name_in_a_json_format() {
+        let (mut settings, plan) = setup(&["time__now", "fx__echo"]);
+        let first = plan_round(&settings, &plan, caps(true), &state(1, false, &[]));
+        assert_eq!(first.steps, None, "off by default");
+        settings.argument_steps = true;
+        let steps = plan_round(&settings, &plan, caps(true), &state(1, false, &[]))
+            .steps
+            .expect("the explicit decision's round is written in steps");
+        assert!(steps.answer_directly);
+        let names: Vec<&str> = steps.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["time__now", "fx__echo"]);
+        // A named tool: the steps choose among the named ones only, without answer_directly.
+        let mut s = state(1, false, &[]);
+        s.named = vec!["fx__echo".into()];
+        let named = plan_round(&settings, &plan, caps(true), &s).steps.unwrap();
+        assert!(!named.answer_directly);
+        assert_eq!(named.tools.len(), 1);
+        // The string bound of the round reaches the schemas the steps hold values to.
+        s.string_bound = Some(60);
+        let bounded = plan_round(&settings, &plan, caps(true), &s).steps.unwrap();
+        assert_eq!(
+            bounded.tools[0].input_schema["properties"]["x"]["maxLength"],
+            60
+        );
+        // Rounds that may answer, answer-only rounds, no llguidance, other syntaxes: one breath.
+        let later = plan_round(&settings, &plan, caps(true), &state(2, false, &[]));
+        assert_eq!(later.grammar_name, "call-or-answer");
+        assert_eq!(later.steps, None);
+        assert_eq!(
+            plan_round(&settings, &plan, caps(true), &state(1, true, &[])).steps,
+            None
+        );
+        let gbnf_only = Capabilities {
+            grammar: true,
+            ..Capabilities::default()
+        };
+        assert_eq!(
+            plan_round(&settings, &plan, gbnf_only, &state(1, false, &[])).steps,
+            None
+        );
+        let mut pythonic = plan.clone();
+        pythonic.format = ToolFormat::Pythonic;
+        assert_eq!(
+            plan_round(&settings, &pythonic, caps(true), &state(1, false, &[])).steps,
+            None
+        );
+        settings.grammar_engine = GrammarEngine::Gbnf;
+        assert_eq!(
+            plan_round(&settings, &plan, caps(true), &state(1, false, &[])).steps,
+            None
         );
     }
 

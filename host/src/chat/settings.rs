@@ -380,6 +380,11 @@ pub struct ChatSettings {
     /// Optional parameters the user's message names (`urgent`, `2 passengers`, or one of an
     /// enum's values) must be written.
     pub fill_named_optional: bool,
+    /// Write a call one piece at a time ([`crate::chat::steps`]): the tool first, then each
+    /// argument in a short generation of its own with its parameter's name, type and
+    /// description right before it. For JSON call formats held by llguidance, in the rounds
+    /// that must name a tool (or `answer_directly`).
+    pub argument_steps: bool,
     /// Generate → call → feed back, at most this many times per user turn.
     pub max_rounds: u32,
     /// Rounds that must call (a forced call, the explicit decision) and rounds that answer from
@@ -441,6 +446,7 @@ impl Default for ChatSettings {
             span_escape: SpanEscape::None,
             value_numbers: ValueNumbers::Any,
             fill_named_optional: false,
+            argument_steps: false,
             greedy_tool_rounds: true,
             max_rounds: 5,
             max_fix_attempts: 2,

@@ -47,13 +47,14 @@ pub type SpecKey = (
 
 /// `+spans` (`value_spans = "message"`), `+spans-results` (`"message+results"`), `+escape`
 /// (`span_escape = "examples"`), `+nums` (`value_numbers = "message"`), `+fill`
-/// (`fill_named_optional = true`).
+/// (`fill_named_optional = true`), `+steps` (`argument_steps = true`).
 #[derive(Debug, Clone, Copy)]
 pub struct ValueSettings {
     pub spans: ValueSpans,
     pub escape: SpanEscape,
     pub numbers: ValueNumbers,
     pub fill_named_optional: bool,
+    pub argument_steps: bool,
 }
 
 impl Default for ValueSettings {
@@ -63,6 +64,7 @@ impl Default for ValueSettings {
             escape: SpanEscape::None,
             numbers: ValueNumbers::Any,
             fill_named_optional: false,
+            argument_steps: false,
         }
     }
 }
@@ -118,6 +120,8 @@ pub fn parse_suffixes(full: &str) -> Result<(&str, Suffixes), String> {
             out.values.numbers = ValueNumbers::Message;
         } else if suffix == "fill" {
             out.values.fill_named_optional = true;
+        } else if suffix == "steps" {
+            out.values.argument_steps = true;
         } else if let Some(n) = suffix.strip_prefix("copy") {
             out.copy_bias = n
                 .parse::<f32>()
@@ -125,7 +129,7 @@ pub fn parse_suffixes(full: &str) -> Result<(&str, Suffixes), String> {
                 .map_err(|_| format!("`+{suffix}`: expected +copyN with a number N"))?;
         } else {
             return Err(format!(
-                "unknown suffix `+{suffix}` (+gbnf, +copyN, +unnamed, +spans, +spans-results, +escape, +nums, +fill)"
+                "unknown suffix `+{suffix}` (+gbnf, +copyN, +unnamed, +spans, +spans-results, +escape, +nums, +fill, +steps)"
             ));
         }
         s = head;
@@ -206,6 +210,7 @@ pub fn settings_for(spec: &Spec) -> ChatSettings {
         span_escape: spec.values.escape,
         value_numbers: spec.values.numbers,
         fill_named_optional: spec.values.fill_named_optional,
+        argument_steps: spec.values.argument_steps,
         // Detect and validate the first round's calls, run none of them.
         max_rounds: 1,
         ..ChatSettings::default()

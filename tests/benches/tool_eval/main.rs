@@ -50,7 +50,9 @@
 //! default `auto`: 2 for a model file under 300 MiB, so `+copy0` turns grounding off), `+unnamed`
 //! turns off `named_tools` (a tool the message names is not forced); `+spans`, `+spans-results`,
 //! `+escape`, `+nums` and `+fill` set `value_spans = "message"` / `"message+results"`,
-//! `span_escape = "examples"`, `value_numbers = "message"` and `fill_named_optional = true`; suffixes are parsed in
+//! `span_escape = "examples"`, `value_numbers = "message"` and `fill_named_optional = true`;
+//! `+steps` sets `argument_steps = true` (the tool, then each argument, in generations of their
+//! own); suffixes are parsed in
 //! `configs::parse_suffixes`. `--limit N` takes N questions spread evenly over each selected
 //! part; `--tags a,b` only the questions with one of those tags; `--scores` prints each
 //! question's best tool-match score (what the explicit decision's gate and the shortlist see) and

@@ -86,6 +86,11 @@ pub struct GenerateRequest {
     /// word's token loses its bias once generated (copied once, not repeated).
     pub prefer: Vec<String>,
     pub prefer_bias: f32,
+    /// The start of the answer, already written: the rendered prompt continues with it and the
+    /// model writes what follows (a call the engine builds a piece at a time, see the chat's
+    /// argument steps). The generated text does not include it. Backends that render the
+    /// conversation themselves (RKLLM) refuse it.
+    pub assistant_prefix: Option<String>,
 }
 
 impl GenerateRequest {

@@ -347,7 +347,10 @@ impl Backend for LlamaBackend {
         if request.messages.is_empty() {
             return Err(LlmError::Request("the conversation is empty".into()));
         }
-        let prompt = self.template.render(&request.messages, true)?;
+        let mut prompt = self.template.render(&request.messages, true)?;
+        if let Some(prefix) = &request.assistant_prefix {
+            prompt.push_str(prefix);
+        }
         let tokens = self.tokenize(&prompt);
         let max_new = request
             .max_new_tokens

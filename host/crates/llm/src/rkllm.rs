@@ -435,6 +435,11 @@ impl Backend for RkllmBackend {
                 "the RKLLM backend cannot constrain output with a grammar".into(),
             ));
         }
+        if request.assistant_prefix.is_some() {
+            return Err(LlmError::Request(
+                "the RKLLM backend cannot continue an answer that was started for it".into(),
+            ));
+        }
         let started = Instant::now();
         if abort.is_aborted() {
             return Ok(Generation {

@@ -280,3 +280,42 @@ fn an_inactive_grounding_changes_nothing() {
     assert!(accepts(&g, &invented).is_err(), "{g}");
     assert!(accepts(&g, "A plain answer.").is_err());
 }
+
+#[test]
+fn one_value_alone_is_held_to_its_schema_or_to_the_message() {
+    use rkmcp_tool_formats::convert::value_grammar;
+    let people = json!({"type": "integer"});
+    let seating = json!({"type": "string", "enum": ["indoor", "outdoor"]});
+    let restaurant = json!({"type": "string"});
+    let desc = "Book a table at a restaurant.";
+    // Held to the schema: any integer, only the enum's values, any string.
+    let g = value_grammar("people", &people, desc, None, &[]);
+    accepts(&g, "12").unwrap_or_else(|e| panic!("{e}\n{g}"));
+    accepts(&g, " 12").unwrap_or_else(|e| panic!("{e}\n{g}"));
+    assert!(accepts(&g, "\"12\"").is_err(), "{g}");
+    assert!(
+        accepts(&g, "12,").is_err(),
+        "a value ends where it ends: {g}"
+    );
+    // With followers, a value may end the way it would inside a call, once.
+    let g = value_grammar("people", &people, desc, None, &[",", "}"]);
+    for text in ["12", " 12,", "12 }"] {
+        accepts(&g, text).unwrap_or_else(|e| panic!("{text:?}: {e}\n{g}"));
+    }
+    assert!(accepts(&g, "12,,").is_err(), "{g}");
+    assert!(accepts(&g, "12, \"x\"").is_err(), "{g}");
+    let g = value_grammar("seating", &seating, desc, Some(&spans()), &[]);
+    accepts(&g, "\"outdoor\"").unwrap_or_else(|e| panic!("{e}\n{g}"));
+    assert!(accepts(&g, "\"garden\"").is_err(), "{g}");
+    let g = value_grammar("restaurant", &restaurant, desc, None, &[]);
+    accepts(&g, "\"The Ocean\"").unwrap_or_else(|e| panic!("{e}\n{g}"));
+    // Grounded: a span of the message's words, not an invented name.
+    let g = value_grammar("restaurant", &restaurant, desc, Some(&spans()), &[","]);
+    accepts(&g, "\"sea\"").unwrap_or_else(|e| panic!("{e}\n{g}"));
+    assert!(accepts(&g, "\"The Ocean\"").is_err(), "{g}");
+    // References resolve against the value's schema, where the caller put the tool's $defs.
+    let with_ref = json!({"$ref": "#/$defs/Unit", "$defs": {"Unit": {"enum": ["c", "f"]}}});
+    let g = value_grammar("unit", &with_ref, desc, None, &[]);
+    accepts(&g, "\"f\"").unwrap_or_else(|e| panic!("{e}\n{g}"));
+    assert!(accepts(&g, "\"k\"").is_err(), "{g}");
+}

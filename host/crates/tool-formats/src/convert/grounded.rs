@@ -570,6 +570,38 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// An llguidance grammar for one argument's value alone (a call written one argument at a
+/// time): optional whitespace, the value of `param` as `schema` allows it, grounded as
+/// `grounding` says (a span of the message, one of its numbers) or held to the schema (`%json`),
+/// then optionally one of `followers`. `tool_description` is the tool's, for
+/// [`Grounding::escape`]. References (`$ref`) resolve against `schema` itself, so a caller
+/// copies the tool's `$defs` into it.
+///
+/// Why followers: a model writing a value as it would inside a call ends it with `,` or `}`.
+/// Without them a number could only end with the end-of-turn token, which a small model rarely
+/// prefers to one more digit (`19` → `190000…`); with them it ends where it would have.
+pub fn value_grammar(
+    param: &str,
+    schema: &Value,
+    tool_description: &str,
+    grounding: Option<&Grounding>,
+    followers: &[&str],
+) -> String {
+    let mut builder = grounding.filter(|g| g.active()).map(Builder::new);
+    let value = builder
+        .as_mut()
+        .and_then(|b| b.value(param, schema, tool_description))
+        .unwrap_or_else(|| json_expr(schema));
+    let rules = builder.map(Builder::finish).unwrap_or_default();
+    let after = if followers.is_empty() {
+        String::new()
+    } else {
+        let alts: Vec<String> = followers.iter().map(|f| lit(f)).collect();
+        format!(" (WS? ({}))?", alts.join(" | "))
+    };
+    format!("start: WS? value{after}\nvalue: {value}\nWS: /[ \\t\\n]{{1,20}}/\n{rules}")
+}
+
 /// Whether the JSON number `n` is within the schema's `minimum`/`maximum`.
 fn in_range(n: &str, schema: &Value) -> bool {
     let Ok(x) = n.parse::<f64>() else {

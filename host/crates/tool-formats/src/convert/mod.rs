@@ -15,7 +15,7 @@ mod lark;
 mod result;
 
 pub use gbnf::{GrammarMode, gbnf_grammar, gbnf_grammar_with, json_schema_for_calls};
-pub use grounded::{Grounding, fill_named_optional};
+pub use grounded::{Grounding, fill_named_optional, value_grammar};
 pub use lark::{close_objects, lark_grammar_grounded, lark_grammar_with};
 pub use result::{
     CallToolResultLike, ContentItem, DEFAULT_RESULT_LIMIT, EmbeddedResource, ResultOptions,
