@@ -8,9 +8,6 @@ use std::process::Stdio;
 use rkmcp_tests::*;
 use serde_json::Value;
 
-/// Flags that make the model repeatable and cheap on CI's two cores.
-const GREEDY: &[&str] = &["--temperature", "0", "--threads", "1", "--ctx", "2048"];
-
 /// The quick start's servers and call format (without its plugins, which tests install apart):
 /// server-everything's echo, get-sum and get-tiny-image, and the time server.
 fn quickstart_config(home: &std::path::Path) -> String {
@@ -38,20 +35,7 @@ fn quickstart_config(home: &std::path::Path) -> String {
 fn ask(question: &str) -> Value {
     let home = tempfile::tempdir().unwrap();
     let config = quickstart_config(home.path());
-    let mut args = vec![
-        "--config",
-        &config,
-        "ask",
-        "--json",
-        "--max-tokens",
-        "64",
-        question,
-    ];
-    args.extend_from_slice(GREEDY);
-    let out = run_rkmcp(home.path(), &args);
-    assert!(out.status.success(), "stderr: {}", stderr(&out));
-    serde_json::from_str(&stdout(&out))
-        .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)))
+    ask_json(home.path(), &config, question)
 }
 
 /// The first round of the transcript's first turn called everything__get-sum (held to it by

@@ -111,6 +111,28 @@ pub fn run_rkmcp(home: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run rkmcp: {e}"))
 }
 
+/// Flags that make the embedded model repeatable and cheap on CI's two cores.
+pub const GREEDY: &[&str] = &["--temperature", "0", "--threads", "1", "--ctx", "2048"];
+
+/// `rkmcp --config CONFIG ask --json --max-tokens 64 QUESTION` with [`GREEDY`] in `home`: the
+/// report it printed (it must succeed).
+pub fn ask_json(home: &Path, config: &str, question: &str) -> serde_json::Value {
+    let mut args = vec![
+        "--config",
+        config,
+        "ask",
+        "--json",
+        "--max-tokens",
+        "64",
+        question,
+    ];
+    args.extend_from_slice(GREEDY);
+    let out = run_rkmcp(home, &args);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)))
+}
+
 pub fn rkmcp_command(home: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(rkmcp());
     cmd.args(args)

@@ -98,13 +98,12 @@ pub struct ArgumentStep {
     pub schema: Value,
     /// The scratch line before its value: `// city (string): The city to look up`.
     pub line: String,
-    /// Always asked: the parameter is required, or the message names it. Otherwise it is asked
-    /// only when the model, after the value before it, wrote `,` (it had more to say), as it
-    /// would have gone on to an optional key inside a call.
+    /// Asked: the parameter is required, or the message names it. The others are left out (see
+    /// the engine's steps for what asking them did).
     pub always: bool,
 }
 
-/// The arguments of `tool` in the schema's order, each marked whether it is always asked (see
+/// The arguments of `tool` in the schema's order, each marked whether it is asked (see
 /// [`ArgumentStep::always`]): the required ones and the optional ones `message` names (their
 /// name, or one of their enum values, is a word of it).
 pub fn argument_steps(tool: &ToolDef, message: &str) -> Vec<ArgumentStep> {
@@ -185,6 +184,9 @@ pub fn value_prefix(
     next: &ArgumentStep,
 ) -> String {
     let mut text = call.opened(tool);
+    // Not done: a header naming every value the call will hold ("// arguments: \"pickup\",
+    // \"dropoff\", …"), so a value written alone would not run on into the next key. Measured on
+    // the tuning part it lost 3 points of expected values.
     for (step, value) in done {
         text.push_str(&key_text(step));
         text.push(' ');
@@ -263,13 +265,11 @@ pub fn step_grammar(tool: &ToolDef, step: &ArgumentStep, grounding: Option<&Grou
     )
 }
 
-/// What a step wrote: its value, the value's JSON text for the next step's prefix, and whether
-/// the model went on with `,` (it had more to write).
+/// What a step wrote: its value, and the value's JSON text for the next step's prefix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written {
     pub value: Value,
     pub json: String,
-    pub more: bool,
 }
 
 /// The value a step wrote (` "Paris",`): the first JSON value of `written`, then at most one of
@@ -288,7 +288,6 @@ pub fn read_value(written: &str) -> Result<Written, String> {
     Ok(Written {
         value,
         json: written[..values.byte_offset()].trim().to_string(),
-        more: rest == ",",
     })
 }
 
@@ -375,12 +374,13 @@ mod tests {
         let c = CallText::of(ToolFormat::ToolCallJson).expect("tool-call-json");
         let t = weather();
         let steps = argument_steps(&t, "Hourly weather in Paris for 3 days");
-        let first = value_prefix(&c, &t.name, &[], &steps[0]);
-        assert!(
-            first.ends_with("{\n  // city (string): The city to look up\n  \"city\":"),
-            "{first}"
+        let asked: Vec<&ArgumentStep> = steps.iter().filter(|s| s.always).collect();
+        let first = value_prefix(&c, &t.name, &[], asked[0]);
+        assert_eq!(
+            first,
+            "[TOOL_CALL]{\"name\": \"wx__get_weather\", \"arguments\": {\n  // city (string): The city to look up\n  \"city\":"
         );
-        let second = value_prefix(&c, &t.name, &[(&steps[0], "\"Paris\"".into())], &steps[2]);
+        let second = value_prefix(&c, &t.name, &[(asked[0], "\"Paris\"".into())], asked[1]);
         assert!(
             second.starts_with(&format!("{first} \"Paris\",")),
             "{second}"
@@ -411,15 +411,15 @@ mod tests {
 
     #[test]
     fn a_steps_value_is_its_first_json_value_and_one_follower() {
-        let read = |w: &str| read_value(w).map(|r| (r.value, r.json, r.more));
+        let read = |w: &str| read_value(w).map(|r| (r.value, r.json));
         assert_eq!(
             read(" \"Paris\","),
-            Ok((json!("Paris"), "\"Paris\"".to_string(), true))
+            Ok((json!("Paris"), "\"Paris\"".to_string()))
         );
-        assert_eq!(read("19 }"), Ok((json!(19), "19".to_string(), false)));
+        assert_eq!(read("19 }"), Ok((json!(19), "19".to_string())));
         assert_eq!(
             read(" {\"a\": [1]}"),
-            Ok((json!({"a": [1]}), "{\"a\": [1]}".to_string(), false))
+            Ok((json!({"a": [1]}), "{\"a\": [1]}".to_string()))
         );
         assert!(read(" \"Par").is_err(), "cut off");
         assert!(read("").is_err());
