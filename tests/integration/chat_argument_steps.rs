@@ -5,14 +5,7 @@ use rkmcp_tests::*;
 use serde_json::Value;
 
 fn config(home: &std::path::Path) -> String {
-    let (node, mut args) = everything_cmd();
-    args.push("stdio".into());
-    let mut toml = stdio_entry(
-        "everything",
-        &node,
-        &args,
-        "allow = [\"echo\", \"get-sum\"]",
-    );
+    let mut toml = everything_entry("allow = [\"echo\", \"get-sum\"]");
     toml += "[chat]\ntool_format = \"tool-call-json\"\nargument_steps = true\n\n[chat.approval]\n";
     toml += "auto_approve = [\"everything/echo\", \"everything/get-sum\"]\n";
     write(home, "rkmcp.toml", &toml).display().to_string()

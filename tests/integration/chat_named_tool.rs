@@ -11,14 +11,7 @@ use serde_json::Value;
 /// The quick start's servers and call format (without its plugins, which tests install apart):
 /// server-everything's echo, get-sum and get-tiny-image, and the time server.
 fn quickstart_config(home: &std::path::Path) -> String {
-    let (node, mut args) = everything_cmd();
-    args.push("stdio".into());
-    let mut toml = stdio_entry(
-        "everything",
-        &node,
-        &args,
-        "allow = [\"echo\", \"get-sum\", \"get-tiny-image\"]",
-    );
+    let mut toml = everything_entry("allow = [\"echo\", \"get-sum\", \"get-tiny-image\"]");
     let time = time_server().display().to_string();
     toml += &stdio_entry(
         "time",

@@ -257,6 +257,14 @@ fn toml_escape(s: &str) -> String {
     out
 }
 
+/// A `[[servers]]` entry named `everything` running server-everything over stdio, `extra` its
+/// further keys (`allow = ["echo"]`).
+pub fn everything_entry(extra: &str) -> String {
+    let (node, mut args) = everything_cmd();
+    args.push("stdio".into());
+    stdio_entry("everything", &node, &args, extra)
+}
+
 /// A `[[servers]]` entry for a stdio server.
 pub fn stdio_entry(name: &str, command: &str, args: &[String], extra: &str) -> String {
     let args: Vec<String> = args.iter().map(|a| toml_str(a)).collect();
