@@ -133,7 +133,7 @@ pub fn plan_round(
     let greedy = settings.greedy_tool_rounds
         && (state.round > 1 || matches!(name, "call-only" | "tool-or-answer_directly"));
     let guide = guide(settings, backend, offered, name, state.grounding.as_ref());
-    let steps = call_steps(settings, backend, offered, name, guide.is_some());
+    let steps = call_steps(settings, offered, name, guide.is_some());
     let name = if named && name == "call-only" {
         NAMED_TOOL
     } else {
@@ -150,12 +150,12 @@ pub fn plan_round(
 }
 
 /// Whether the round's call is written a piece at a time: `argument_steps`, a round that must
-/// name a tool (or `answer_directly`), held by llguidance (the steps' grammars are llguidance's),
-/// in a JSON call format of the built-in detector and converter (the engine writes the call's
-/// text itself, so nobody else may have a say in its syntax).
+/// name a tool (or `answer_directly`), held by llguidance (`held_by_llguidance`: the round has a
+/// guide, which only a backend with llguidance gets; the steps' grammars are llguidance's), in
+/// a JSON call format of the built-in detector and converter (the engine writes the call's text
+/// itself, so nobody else may have a say in its syntax).
 fn call_steps(
     settings: &ChatSettings,
-    backend: Capabilities,
     offered: &ToolPlan,
     name: &str,
     held_by_llguidance: bool,
@@ -164,7 +164,6 @@ fn call_steps(
     if !settings.argument_steps
         || !must_name
         || !held_by_llguidance
-        || !backend.llguidance
         || settings.detector.is_some()
         || offered.converted.is_some()
         || offered.inferred.is_some()

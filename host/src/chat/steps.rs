@@ -90,7 +90,7 @@ pub fn chosen<'a>(written: &str, names: &[&'a str]) -> Option<&'a str> {
     names.iter().copied().find(|n| *n == name)
 }
 
-/// One argument the model may be asked for.
+/// One argument the model is asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArgumentStep {
     pub name: String,
@@ -98,18 +98,18 @@ pub struct ArgumentStep {
     pub schema: Value,
     /// The scratch line before its value: `// city (string): The city to look up`.
     pub line: String,
-    /// Asked: the parameter is required, or the message names it. The others are left out (see
-    /// the engine's steps for what asking them did).
-    pub always: bool,
 }
 
-/// The arguments of `tool` in the schema's order, each marked whether it is asked (see
-/// [`ArgumentStep::always`]): the required ones and the optional ones `message` names (their
-/// name, or one of their enum values, is a word of it).
+/// The arguments asked of the model for `tool`, in the schema's order: the required ones and the
+/// optional ones `message` names (their name, or one of their enum values, is a word of it).
+///
+/// The other optional ones are left out. Asking for them whenever the model went on with `,`
+/// after the value before was measured (tuning part): it nearly always does, and then invents
+/// them (`"passengers": 2027`, `"date": "2023-01-01"`), which changes what the call does.
 pub fn argument_steps(tool: &ToolDef, message: &str) -> Vec<ArgumentStep> {
     let mut asked = tool.input_schema.clone();
     fill_named_optional(&mut asked, message);
-    let always: Vec<&str> = asked
+    let required: Vec<&str> = asked
         .get("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -127,6 +127,7 @@ pub fn argument_steps(tool: &ToolDef, message: &str) -> Vec<ArgumentStep> {
     };
     props
         .iter()
+        .filter(|(name, _)| required.contains(&name.as_str()))
         .map(|(name, schema)| {
             let mut schema = schema.clone();
             if let Value::Object(o) = &mut schema {
@@ -136,7 +137,6 @@ pub fn argument_steps(tool: &ToolDef, message: &str) -> Vec<ArgumentStep> {
             }
             ArgumentStep {
                 line: scratch_line(name, &schema),
-                always: always.contains(&name.as_str()),
                 name: name.clone(),
                 schema,
             }
@@ -341,30 +341,22 @@ mod tests {
     }
 
     #[test]
-    fn required_arguments_and_the_optional_ones_the_message_names_are_always_asked() {
+    fn the_required_arguments_and_the_optional_ones_the_message_names_are_asked_for() {
         let t = weather();
-        let always = |m: &str| -> Vec<String> {
-            argument_steps(&t, m)
-                .into_iter()
-                .filter(|s| s.always)
-                .map(|s| s.name)
-                .collect()
+        let names = |m: &str| -> Vec<String> {
+            argument_steps(&t, m).into_iter().map(|s| s.name).collect()
         };
-        assert_eq!(always("Weather in Paris?"), ["city"]);
+        assert_eq!(names("Weather in Paris?"), ["city"]);
         assert_eq!(
-            always("Hourly weather in Paris for 3 days"),
+            names("Hourly weather in Paris for 3 days"),
             ["city", "days", "detail"]
         );
-        // Every parameter is a step, in the schema's order.
         let steps = argument_steps(&t, "Paris in unit f");
-        let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["city", "unit", "days", "detail"]);
-        let unit = &steps[1];
-        assert!(unit.always, "named");
-        assert_eq!(unit.schema["$defs"]["Unit"]["enum"], json!(["c", "f"]));
+        assert_eq!(names("Paris in unit f"), ["city", "unit"]);
+        assert_eq!(steps[1].schema["$defs"]["Unit"]["enum"], json!(["c", "f"]));
         assert_eq!(steps[0].line, "// city (string): The city to look up");
         assert_eq!(
-            steps[3].line,
+            argument_steps(&t, "hourly in Paris")[1].line,
             "// detail (string, one of \"short\", \"hourly\")"
         );
     }
@@ -374,13 +366,12 @@ mod tests {
         let c = CallText::of(ToolFormat::ToolCallJson).expect("tool-call-json");
         let t = weather();
         let steps = argument_steps(&t, "Hourly weather in Paris for 3 days");
-        let asked: Vec<&ArgumentStep> = steps.iter().filter(|s| s.always).collect();
-        let first = value_prefix(&c, &t.name, &[], asked[0]);
+        let first = value_prefix(&c, &t.name, &[], &steps[0]);
         assert_eq!(
             first,
             "[TOOL_CALL]{\"name\": \"wx__get_weather\", \"arguments\": {\n  // city (string): The city to look up\n  \"city\":"
         );
-        let second = value_prefix(&c, &t.name, &[(asked[0], "\"Paris\"".into())], asked[1]);
+        let second = value_prefix(&c, &t.name, &[(&steps[0], "\"Paris\"".into())], &steps[1]);
         assert!(
             second.starts_with(&format!("{first} \"Paris\",")),
             "{second}"

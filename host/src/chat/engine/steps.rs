@@ -60,61 +60,56 @@ impl ChatEngine {
             tracing::debug!("the name step wrote {written:?}, not one of {names:?}: one breath");
             return Ok(None);
         };
-        let tool = plan.tools.iter().find(|t| t.name == name);
-        let asked = match tool {
-            Some(t) => steps::argument_steps(t, self.last_user_message().unwrap_or_default()),
-            None => Vec::new(),
-        };
-        let grounding = self.grounding();
         let message = self.last_user_message().unwrap_or_default().to_string();
-        // What the call holds so far, no longer preferred by grounding (see `steps::unspent`).
-        let mut spent: Vec<String> = vec![name.to_string()];
-        if let Some((_, bare)) = name.split_once("__") {
-            spent.push(bare.to_string());
-        }
-        let mut done: Vec<(&steps::ArgumentStep, String)> = Vec::new();
         let mut arguments = Map::new();
-        // Optional parameters the message does not name are left out. Asking for them whenever
-        // the model went on with `,` was measured (tuning part): it nearly always does, and
-        // then invents them ("passengers": 2027, "date": "2023-01-01"), which changes the call.
-        let asked: Vec<&steps::ArgumentStep> = asked.iter().filter(|s| s.always).collect();
-        for &step in &asked {
-            let Some(tool) = tool else { break };
-            let prefix = steps::value_prefix(&plan.call, name, &done, step);
-            let grammar = steps::step_grammar(tool, step, grounding.as_ref());
-            let mut request = base.clone();
-            if !request.prefer.is_empty() {
-                let spent: Vec<&str> = spent.iter().map(String::as_str).collect();
-                request.prefer = vec![steps::unspent(&message, &spent)];
+        // `answer_directly` is no tool of the round: it has no arguments.
+        if let Some(tool) = plan.tools.iter().find(|t| t.name == name) {
+            let asked = steps::argument_steps(tool, &message);
+            let grounding = self.grounding();
+            // What the call holds so far, no longer preferred by grounding (`steps::unspent`).
+            let mut spent: Vec<String> = vec![name.to_string()];
+            if let Some((_, bare)) = name.split_once("__") {
+                spent.push(bare.to_string());
             }
-            let text = match self
-                .step(&request, prefix.clone(), grammar, VALUE_TOKENS, cancel)
-                .await?
-            {
-                Step::Wrote(text, s) => {
-                    stats.push(s);
-                    text
+            let mut done: Vec<(&steps::ArgumentStep, String)> = Vec::new();
+            for step in &asked {
+                let prefix = steps::value_prefix(&plan.call, name, &done, step);
+                let grammar = steps::step_grammar(tool, step, grounding.as_ref());
+                let mut request = base.clone();
+                if !request.prefer.is_empty() {
+                    let spent: Vec<&str> = spent.iter().map(String::as_str).collect();
+                    request.prefer = vec![steps::unspent(&message, &spent)];
                 }
-                Step::Cancelled => return Ok(Some(cancelled())),
-            };
-            match steps::read_value(&text) {
-                Ok(written) => {
-                    steps::value_texts(&written.value, &mut spent);
-                    arguments.insert(step.name.clone(), written.value);
-                    done.push((step, written.json));
-                }
-                Err(err) => {
-                    let raw = format!("{prefix}{text}");
-                    let error = format!("the value of `{}` could not be read: {err}", step.name);
-                    return Ok(Some(finished(
-                        &stats,
-                        events,
-                        raw.clone(),
-                        Detected {
-                            malformed: vec![(raw, error)],
-                            ..Detected::default()
-                        },
-                    )));
+                let text = match self
+                    .step(&request, prefix.clone(), grammar, VALUE_TOKENS, cancel)
+                    .await?
+                {
+                    Step::Wrote(text, s) => {
+                        stats.push(s);
+                        text
+                    }
+                    Step::Cancelled => return Ok(Some(cancelled())),
+                };
+                match steps::read_value(&text) {
+                    Ok(written) => {
+                        steps::value_texts(&written.value, &mut spent);
+                        arguments.insert(step.name.clone(), written.value);
+                        done.push((step, written.json));
+                    }
+                    Err(err) => {
+                        let raw = format!("{prefix}{text}");
+                        let error =
+                            format!("the value of `{}` could not be read: {err}", step.name);
+                        return Ok(Some(finished(
+                            &stats,
+                            events,
+                            raw.clone(),
+                            Detected {
+                                malformed: vec![(raw, error)],
+                                ..Detected::default()
+                            },
+                        )));
+                    }
                 }
             }
         }
