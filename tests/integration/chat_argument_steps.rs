@@ -15,7 +15,7 @@ fn config(home: &std::path::Path) -> String {
 fn first_turn(question: &str) -> Value {
     let home = tempfile::tempdir().unwrap();
     let config = config(home.path());
-    ask_json(home.path(), &config, question)["transcript"]["turns"][0].clone()
+    ask_json(home.path(), &config, &[], question)["transcript"]["turns"][0].clone()
 }
 
 #[test]

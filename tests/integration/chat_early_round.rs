@@ -10,7 +10,6 @@ use serde_json::Value;
 
 const TOKYO: &str = "What is the current time in the Asia/Tokyo timezone?";
 const STOPPED_AT: &str = "2031-05-17T03:42:08Z";
-const GREEDY: &[&str] = &["--temperature", "0", "--threads", "1", "--ctx", "2048"];
 
 /// Writes `home/server.sh`, which starts the time server after `before` (shell), and the
 /// config that runs it. The config never changes; the script does.

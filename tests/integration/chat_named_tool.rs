@@ -28,7 +28,7 @@ fn quickstart_config(home: &std::path::Path) -> String {
 fn ask(question: &str) -> Value {
     let home = tempfile::tempdir().unwrap();
     let config = quickstart_config(home.path());
-    ask_json(home.path(), &config, question)
+    ask_json(home.path(), &config, &[], question)
 }
 
 /// The first round of the transcript's first turn called everything__get-sum (held to it by

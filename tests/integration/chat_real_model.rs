@@ -19,9 +19,6 @@ const TOKYO: &str = "What is the current time in the Asia/Tokyo timezone?";
 /// 2026-11-24 it answered "2019-08-31T20:45:56"), so with the wall clock they failed by the hour.
 const STOPPED_AT: &str = "2031-05-17T03:42:08Z";
 
-/// Flags that make the model repeatable and cheap on CI's two cores.
-const GREEDY: &[&str] = &["--temperature", "0", "--threads", "1", "--ctx", "2048"];
-
 fn time_config(home: &std::path::Path) -> String {
     // A stopped clock: the answer then depends on nothing but the code (see time_at.py).
     let (python, args) = time_server_at(STOPPED_AT, &["--local-timezone", "UTC"]);
@@ -49,23 +46,7 @@ fn ask_answers_the_time_in_tokyo_from_the_real_time_server() {
 
 /// `ask`'s report for TOKYO with the greedy flags and `config`, in `home`.
 fn ask_tokyo(home: &std::path::Path, config: &str) -> Value {
-    let mut args = vec![
-        "--config",
-        config,
-        "ask",
-        "--json",
-        "--yes",
-        "--tool-choice",
-        "required",
-        "--max-tokens",
-        "64",
-        TOKYO,
-    ];
-    args.extend_from_slice(GREEDY);
-    let out = run_rkmcp(home, &args);
-    assert!(out.status.success(), "stderr: {}", stderr(&out));
-    serde_json::from_str(&stdout(&out))
-        .unwrap_or_else(|e| panic!("ask --json printed no JSON ({e}): {}", stdout(&out)))
+    ask_json(home, config, &["--yes", "--tool-choice", "required"], TOKYO)
 }
 
 /// The first round's prompt tokens and how many of them came from a KV cache.

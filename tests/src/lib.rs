@@ -114,18 +114,12 @@ pub fn run_rkmcp(home: &Path, args: &[&str]) -> Output {
 /// Flags that make the embedded model repeatable and cheap on CI's two cores.
 pub const GREEDY: &[&str] = &["--temperature", "0", "--threads", "1", "--ctx", "2048"];
 
-/// `rkmcp --config CONFIG ask --json --max-tokens 64 QUESTION` with [`GREEDY`] in `home`: the
-/// report it printed (it must succeed).
-pub fn ask_json(home: &Path, config: &str, question: &str) -> serde_json::Value {
-    let mut args = vec![
-        "--config",
-        config,
-        "ask",
-        "--json",
-        "--max-tokens",
-        "64",
-        question,
-    ];
+/// `rkmcp --config CONFIG ask --json FLAGS… --max-tokens 64 QUESTION` with [`GREEDY`] in
+/// `home`: the report it printed (it must succeed).
+pub fn ask_json(home: &Path, config: &str, flags: &[&str], question: &str) -> serde_json::Value {
+    let mut args = vec!["--config", config, "ask", "--json"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--max-tokens", "64", question]);
     args.extend_from_slice(GREEDY);
     let out = run_rkmcp(home, &args);
     assert!(out.status.success(), "stderr: {}", stderr(&out));
