@@ -68,10 +68,16 @@ async fn scaffolds_behave(plugins: &Path) {
         .parent()
         .unwrap_or(plugins)
         .join("cache/rkmcp/components");
-    let text = format!(
-        "dirs = [{plugins:?}]\ndefault_dir = false\ncache_dir = {cache:?}\n\
-         [grants.js-guard.config]\ndeny = [\"*delete*\"]\n\
-         [grants.js-guard-broken.config]\ndefault = \"sometimes\"\n"
+    // Generous deadlines, as plugin_scaffold.rs gives the Rust and Python templates: what is
+    // tested is behaviour, and a JavaScript component's first call (faulting in its engine's
+    // memory image) went past a detector's 50 ms on a loaded CI machine.
+    let mut text = format!("dirs = [{plugins:?}]\ndefault_dir = false\ncache_dir = {cache:?}\n");
+    for name in ["js-detector", "js-converter", "js-guard", "js-guard-broken"] {
+        text.push_str(&format!("[grants.{name}]\ncall_timeout_ms = 30000\n"));
+    }
+    text.push_str(
+        "[grants.js-guard.config]\ndeny = [\"*delete*\"]\n\
+         [grants.js-guard-broken.config]\ndefault = \"sometimes\"\n",
     );
     std::fs::copy(
         plugins.join("js-guard.wasm"),
