@@ -8,14 +8,8 @@
 #![allow(dead_code)]
 use libfuzzer_sys::fuzz_target;
 
-/// `host/src/config`'s parsing modules (see `host_config/mod.rs`).
+/// The config crate's parsing modules (see `host_config/mod.rs`).
 mod host_config;
-
-// `crate::logging::NOTICE_TARGET`, where the host crate has it (`config/file.rs` sends its
-// one-line notices there).
-mod logging {
-    pub use rkmcp_term_safe::NOTICE_TARGET;
-}
 
 // The plugin host's `[plugins]` config and manifest modules, at the crate paths they use.
 mod wit {

@@ -5,7 +5,7 @@
 pub mod audit;
 pub mod chat;
 pub mod cli;
-pub mod config;
+pub use rkmcp_config as config;
 pub mod logging;
 pub mod mcp;
 pub mod serve;

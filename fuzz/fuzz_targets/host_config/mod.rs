@@ -1,5 +1,5 @@
-//! `host/src/config`'s parsing modules, compiled in from their source. `ConfigError` stands in
-//! for the one in `config/mod.rs` (a message and a position, formatted alike).
+//! The config crate's parsing modules (`host/crates/config`), compiled in from their source.
+//! `ConfigError` stands in for the one in its `lib.rs` (a message and a position, formatted alike).
 use std::path::Path;
 
 #[derive(Debug, Clone)]
@@ -19,9 +19,9 @@ impl ConfigError {
     }
 }
 
-#[path = "../../../host/src/config/file.rs"]
+#[path = "../../../host/crates/config/src/file.rs"]
 pub mod file;
-#[path = "../../../host/src/config/raw.rs"]
+#[path = "../../../host/crates/config/src/raw.rs"]
 pub mod raw;
-#[path = "../../../host/src/config/subst.rs"]
+#[path = "../../../host/crates/config/src/subst.rs"]
 pub mod subst;

@@ -56,12 +56,12 @@ pub struct HealthPolicy {
 impl Default for HealthPolicy {
     fn default() -> Self {
         Self {
-            interval: Duration::from_secs(30),
+            interval: crate::config::DEFAULT_HEALTH_INTERVAL,
             degraded_after: Duration::from_secs(1),
             unhealthy_after: Duration::from_secs(5),
             first_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(60),
-            max_restarts: 5,
+            max_restarts: crate::config::DEFAULT_MAX_RESTARTS,
         }
     }
 }

@@ -22,9 +22,7 @@ use rmcp::service::{ClientInitializeError, ClientLifecycleMode};
 use super::probe::Probe;
 use crate::config::{PROTOCOL_VERSIONS, Protocol, ServerConfig};
 
-/// rmcp's auto lifecycle gives up on `server/discover` after 10 s by itself; a longer
-/// `discover_timeout` would not be honoured.
-pub const MAX_DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+pub use crate::config::MAX_DISCOVER_TIMEOUT;
 
 /// How a session's handshake went, for `servers status`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,13 +1,12 @@
 //! Signed JWTs the client makes itself: RFC 7523 §2.2 client assertions (`private_key_jwt`).
-//! Signing is `jsonwebtoken`'s pure-Rust backend (no C build, unlike rmcp's
-//! `auth-client-credentials-jwt`, which pulls aws-lc-sys).
-use std::path::Path;
+//! The key is the config's [`SigningKey`] (checked when the config is read); signing is
+//! `jsonwebtoken`'s pure-Rust backend (no C build, unlike rmcp's `auth-client-credentials-jwt`,
+//! which pulls aws-lc-sys).
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::Serialize;
 
-use crate::config::SigningAlgorithm;
+pub use crate::config::SigningKey;
 
 /// The `client_assertion_type` of RFC 7523 §2.2.
 pub const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -15,12 +14,6 @@ pub const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-
 /// How long an assertion is valid: long enough for clock skew, short enough not to be worth
 /// stealing (it is single-use by its `jti` anyway).
 const ASSERTION_LIFETIME_SECS: u64 = 300;
-
-/// A client's private key, checked to fit its algorithm.
-pub struct SigningKey {
-    key: EncodingKey,
-    algorithm: SigningAlgorithm,
-}
 
 /// RFC 7523 §3 claims of a client assertion.
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -48,107 +41,15 @@ impl ClientAssertionClaims {
     }
 }
 
-fn jws_algorithm(algorithm: SigningAlgorithm) -> Algorithm {
-    match algorithm {
-        SigningAlgorithm::ES256 => Algorithm::ES256,
-        SigningAlgorithm::ES384 => Algorithm::ES384,
-        SigningAlgorithm::RS256 => Algorithm::RS256,
-        SigningAlgorithm::RS384 => Algorithm::RS384,
-        SigningAlgorithm::RS512 => Algorithm::RS512,
-        SigningAlgorithm::PS256 => Algorithm::PS256,
-        SigningAlgorithm::PS384 => Algorithm::PS384,
-        SigningAlgorithm::PS512 => Algorithm::PS512,
-        SigningAlgorithm::EdDSA => Algorithm::EdDSA,
-    }
-}
-
-/// The key of an algorithm's family from PEM text; `None` when the PEM holds another kind.
-fn family_key(pem: &[u8], algorithm: SigningAlgorithm) -> Option<EncodingKey> {
-    match algorithm {
-        SigningAlgorithm::ES256 | SigningAlgorithm::ES384 => EncodingKey::from_ec_pem(pem).ok(),
-        SigningAlgorithm::EdDSA => EncodingKey::from_ed_pem(pem).ok(),
-        _ => EncodingKey::from_rsa_pem(pem).ok(),
-    }
-}
-
-/// Whether the key signs with the algorithm (an EC key parses for ES256 and ES384 alike, but
-/// only signs with its own curve).
-fn signs_with(key: &EncodingKey, algorithm: SigningAlgorithm) -> bool {
-    jsonwebtoken::encode(
-        &Header::new(jws_algorithm(algorithm)),
-        &serde_json::json!({"probe": true}),
-        key,
-    )
-    .is_ok()
-}
-
-impl SigningKey {
-    /// Reads a PEM private key (PKCS#8, SEC1 or PKCS#1). With no algorithm configured, the first
-    /// one the key signs with: ES256/ES384 by curve, RS256 for RSA, EdDSA for Ed25519.
-    /// Errors name the config key, the file and the problem, never the key's contents.
-    pub fn load(path: &Path, algorithm: Option<SigningAlgorithm>) -> Result<Self, String> {
-        let shown = path.display();
-        let pem = std::fs::read(path)
-            .map_err(|e| format!("`auth.private_key_file`: cannot read {shown}: {e}"))?;
-        if !String::from_utf8_lossy(&pem).contains("PRIVATE KEY-----") {
-            return Err(format!(
-                "`auth.private_key_file`: {shown} is not a PEM private key (expected a `-----BEGIN PRIVATE KEY-----` block)"
-            ));
-        }
-        let candidates: Vec<SigningAlgorithm> = match algorithm {
-            Some(a) => vec![a],
-            None => vec![
-                SigningAlgorithm::ES256,
-                SigningAlgorithm::ES384,
-                SigningAlgorithm::RS256,
-                SigningAlgorithm::EdDSA,
-            ],
-        };
-        for candidate in candidates {
-            if let Some(key) = family_key(&pem, candidate)
-                && signs_with(&key, candidate)
-            {
-                return Ok(SigningKey {
-                    key,
-                    algorithm: candidate,
-                });
-            }
-        }
-        Err(match algorithm {
-            Some(a) => format!(
-                "`auth.private_key_algorithm = \"{}\"` does not fit the key in {shown} (an ES256 key is EC P-256, ES384 EC P-384, RS*/PS* RSA, EdDSA Ed25519)",
-                a.name()
-            ),
-            None => format!(
-                "`auth.private_key_file`: the key in {shown} is unreadable or of an unsupported kind (supported: EC P-256/P-384, RSA, Ed25519)"
-            ),
-        })
-    }
-
-    pub fn algorithm(&self) -> SigningAlgorithm {
-        self.algorithm
-    }
-
-    /// Signs claims as a compact JWS.
-    pub fn sign<T: Serialize>(&self, claims: &T) -> Result<String, String> {
-        jsonwebtoken::encode(
-            &Header::new(jws_algorithm(self.algorithm)),
-            claims,
-            &self.key,
-        )
-        .map_err(|_| format!("signing with the {} key failed", self.algorithm.name()))
-    }
-
-    /// A fresh client assertion for `client_id` at the authorization server `audience`.
-    pub fn client_assertion(&self, client_id: &str, audience: &str) -> Result<String, String> {
-        let claims = ClientAssertionClaims::new(
-            client_id,
-            audience,
-            unix_now(),
-            uuid::Uuid::new_v4().to_string(),
-        );
-        self.sign(&claims)
-    }
+/// A fresh client assertion for `client_id` at the authorization server `audience`.
+pub fn client_assertion(key: &SigningKey, client_id: &str, audience: &str) -> Result<String, String> {
+    let claims = ClientAssertionClaims::new(
+        client_id,
+        audience,
+        unix_now(),
+        uuid::Uuid::new_v4().to_string(),
+    );
+    key.sign(&claims)
 }
 
 pub fn unix_now() -> u64 {
@@ -161,7 +62,9 @@ pub fn unix_now() -> u64 {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use jsonwebtoken::{DecodingKey, Validation};
+    use crate::config::SigningAlgorithm;
+    use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+    use std::path::Path;
 
     // Test-only keys (generated with `openssl genpkey`), used nowhere else.
     pub const P256: &str = "-----BEGIN PRIVATE KEY-----
@@ -238,9 +141,7 @@ MC4CAQAwBQYDK2VwBCIEIA4rYKqy6Ie6st7t+7uCQISCkPg2aQ+LMsLUj4CTSFRw
     fn a_client_assertion_has_rfc_7523_claims_and_verifies() {
         let f = key_file(P256);
         let key = SigningKey::load(f.path(), None).unwrap();
-        let jwt = key
-            .client_assertion("my-client", "https://as.example.com")
-            .unwrap();
+        let jwt = client_assertion(&key, "my-client", "https://as.example.com").unwrap();
         let mut validation = Validation::new(Algorithm::ES256);
         validation.set_audience(&["https://as.example.com"]);
         validation.set_issuer(&["my-client"]);
@@ -260,9 +161,7 @@ MC4CAQAwBQYDK2VwBCIEIA4rYKqy6Ie6st7t+7uCQISCkPg2aQ+LMsLUj4CTSFRw
             iat + ASSERTION_LIFETIME_SECS
         );
         // A fresh jti each time: an authorization server may refuse a replayed one.
-        let again = key
-            .client_assertion("my-client", "https://as.example.com")
-            .unwrap();
+        let again = client_assertion(&key, "my-client", "https://as.example.com").unwrap();
         let jti = |t: &str| {
             jsonwebtoken::dangerous::insecure_decode::<serde_json::Value>(t)
                 .unwrap()

@@ -15,7 +15,7 @@ use rmcp::transport::auth::InMemoryCredentialStore;
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::assertion::{CLIENT_ASSERTION_TYPE, SigningKey};
+use super::assertion::{CLIENT_ASSERTION_TYPE, SigningKey, client_assertion};
 use super::{AuthFailure, BearerSource, Step, oauth};
 use crate::config::{AuthConfig, Grant, ServerConfig, TokenEndpointAuth};
 use crate::mcp::http::printable;
@@ -83,7 +83,7 @@ impl ClientAuth {
                 request.form.push(("client_secret".into(), secret.clone()));
             }
             ClientAuth::PrivateKeyJwt { id, key } => {
-                let assertion = key.client_assertion(id, audience)?;
+                let assertion = client_assertion(key, id, audience)?;
                 request.form.push(("client_id".into(), id.clone()));
                 request
                     .form

@@ -209,7 +209,7 @@ pub(super) fn resolve_auth(raw: &raw::RawAuth, base: &Path) -> Result<AuthConfig
             }
             // Read and parse now: a missing or wrong key is a config error, reported by
             // `config check`, not a failure at the first connection.
-            let key = crate::mcp::auth::assertion::SigningKey::load(path, private_key_algorithm)?;
+            let key = crate::SigningKey::load(path, private_key_algorithm)?;
             private_key_algorithm = Some(key.algorithm());
             token_endpoint_auth_method = Some(TokenEndpointAuth::PrivateKeyJwt);
         }

@@ -49,6 +49,13 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// 2026-07-28 server to `initialize`. A server that ignores the probe costs this once per process
 /// (the outcome is remembered per server); set it lower for such a server.
 pub const DEFAULT_DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// rmcp's auto lifecycle gives up on `server/discover` after 10 s by itself; a longer
+/// `discover_timeout` would not be honoured.
+pub const MAX_DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a server is checked (`ping`) unless configured otherwise.
+pub const DEFAULT_HEALTH_INTERVAL: Duration = Duration::from_secs(30);
+/// Restarts of a server that went down before rkmcp gives up on it, unless configured otherwise.
+pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 /// Tool names the model sees are `<server>__<tool>` unless configured otherwise.
 pub const DEFAULT_PREFIX: &str = "{server}__";
 /// The largest message accepted from a server, as rmcp's stdio and HTTP transports default to.
@@ -77,10 +84,10 @@ pub struct ServerConfig {
     #[serde(with = "duration_secs")]
     pub request_timeout: Duration,
     /// How long `protocol = "auto"` waits for an answer to `server/discover` (at most
-    /// [`crate::mcp::negotiate::MAX_DISCOVER_TIMEOUT`]).
+    /// [`MAX_DISCOVER_TIMEOUT`]).
     #[serde(with = "duration_secs")]
     pub discover_timeout: Duration,
-    /// How often the server is checked (`ping`); see [`crate::mcp::health`].
+    /// How often the server is checked (`ping`; the MCP session layer's health monitor).
     #[serde(with = "duration_secs")]
     pub health_interval: Duration,
     /// Restarts of a server that went down before rkmcp gives up on it.
@@ -203,7 +210,7 @@ pub(super) mod duration_secs {
 
 /// A `discover_timeout`: more than nothing, at most rmcp's own limit on the probe.
 pub(super) fn discover_timeout(d: Duration) -> Result<Duration, String> {
-    let max = crate::mcp::negotiate::MAX_DISCOVER_TIMEOUT;
+    let max = MAX_DISCOVER_TIMEOUT;
     if d.is_zero() || d > max {
         return Err(format!(
             "must be more than 0 and at most {} (rmcp gives up on `server/discover` by itself then), not {}",

@@ -202,7 +202,7 @@ fn parse_json(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
                 }
             };
             if s.env_file.is_some() {
-                tracing::warn!(target: crate::logging::NOTICE_TARGET, server = %name, "`envFile` is not supported by rkmcp and is ignored; put the variables in `env` instead");
+                tracing::warn!(target: rkmcp_term_safe::NOTICE_TARGET, server = %name, "`envFile` is not supported by rkmcp and is ignored; put the variables in `env` instead");
             }
             Ok(RawServer {
                 name: Some(name),

@@ -14,6 +14,7 @@ mod raw;
 mod redact;
 mod resolve;
 mod server;
+mod signing_key;
 pub mod subst;
 #[cfg(test)]
 mod tests;
@@ -24,9 +25,11 @@ pub use locations::Locations;
 use raw::RawConfig;
 use resolve::resolve;
 pub use server::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DISCOVER_TIMEOUT, DEFAULT_MAX_MESSAGE_MB, DEFAULT_PREFIX,
-    DEFAULT_REQUEST_TIMEOUT, LOG_LEVELS, PROTOCOL_VERSIONS, Protocol, ServerConfig, TransportKind,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DISCOVER_TIMEOUT, DEFAULT_HEALTH_INTERVAL,
+    DEFAULT_MAX_MESSAGE_MB, DEFAULT_MAX_RESTARTS, DEFAULT_PREFIX, DEFAULT_REQUEST_TIMEOUT,
+    LOG_LEVELS, MAX_DISCOVER_TIMEOUT, PROTOCOL_VERSIONS, Protocol, ServerConfig, TransportKind,
 };
+pub use signing_key::SigningKey;
 
 /// A configuration mistake (exit code 2). The message names the file, position and key.
 #[derive(Debug, Clone)]
@@ -74,7 +77,7 @@ pub struct Config {
     /// `[chat]` as written (interpreted by the chat loop).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub chat: toml::Table,
-    /// `[audit]` as written (interpreted by [`crate::audit`]).
+    /// `[audit]` as written (interpreted by the audit log).
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub audit: toml::Table,
     /// `[sampling]` as written (see `chat::sampling::SamplingSettings`).

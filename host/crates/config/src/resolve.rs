@@ -17,8 +17,8 @@ pub(super) fn resolve(layers: Vec<(PathBuf, RawConfig)>) -> Result<Config, Confi
     let mut connect_default = DEFAULT_CONNECT_TIMEOUT;
     let mut request_default = DEFAULT_REQUEST_TIMEOUT;
     let mut discover_default = DEFAULT_DISCOVER_TIMEOUT;
-    let mut health_default = crate::mcp::health::HealthPolicy::default().interval;
-    let mut restarts_default = crate::mcp::health::HealthPolicy::default().max_restarts;
+    let mut health_default = DEFAULT_HEALTH_INTERVAL;
+    let mut restarts_default = DEFAULT_MAX_RESTARTS;
     let mut prefix_default = DEFAULT_PREFIX.to_string();
     let mut max_message_default = DEFAULT_MAX_MESSAGE_MB;
     // Servers by name in first-seen order; a later layer replaces an entry wholesale.

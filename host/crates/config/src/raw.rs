@@ -24,7 +24,7 @@ pub struct RawConfig {
     /// `[chat]`: the chat loop.
     #[serde(default)]
     pub chat: Option<toml::Table>,
-    /// `[audit]`: the audit log (interpreted by `crate::audit`).
+    /// `[audit]`: the audit log (interpreted by the audit log).
     #[serde(default)]
     pub audit: Option<toml::Table>,
     /// `[sampling]`: servers' `sampling/createMessage` on the local model.
