@@ -2,10 +2,10 @@
 //!
 //! The modules follow the data flow: [`config`] is read first, [`mcp`] keeps the live server
 //! sessions, and [`cli`] exposes them to people and scripts.
-pub mod audit;
+pub use rkmcp_audit as audit;
 pub mod chat;
 pub mod cli;
 pub use rkmcp_config as config;
 pub mod logging;
-pub mod mcp;
+pub use rkmcp_sessions as mcp;
 pub mod serve;

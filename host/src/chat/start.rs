@@ -168,10 +168,8 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
             if let Some(s) = sessions {
                 s.shutdown().await;
             }
-            return Err(match err {
-                rkmcp_llm::LlmError::Config(msg) => crate::cli::UsageError(msg).into(),
-                other => other.into(),
-            });
+            // An invalid model setting keeps its kind: the CLI makes it exit code 2.
+            return Err(err.into());
         }
     };
     let sessions = match sessions {

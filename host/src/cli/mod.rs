@@ -275,13 +275,15 @@ pub fn main() -> ExitCode {
 
 /// 2 for usage and configuration mistakes, 1 for everything that went wrong at run time.
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
-    if err.downcast_ref::<UsageError>().is_some()
-        || err.downcast_ref::<crate::config::ConfigError>().is_some()
-    {
-        2
-    } else {
-        1
-    }
+    let mistake = |e: &(dyn std::error::Error + 'static)| {
+        e.is::<UsageError>()
+            || e.is::<crate::config::ConfigError>()
+            || matches!(
+                e.downcast_ref::<rkmcp_llm::LlmError>(),
+                Some(rkmcp_llm::LlmError::Config(_))
+            )
+    };
+    if err.chain().any(mistake) { 2 } else { 1 }
 }
 
 async fn dispatch(ctx: Context, command: Command) -> anyhow::Result<ExitCode> {
