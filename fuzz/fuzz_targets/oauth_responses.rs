@@ -1,6 +1,6 @@
 //! What an MCP server or its authorization server hands rkmcp during sign-in: `WWW-Authenticate`
-//! challenges (`host/src/mcp/auth/challenge.rs`) and the URLs in them and in metadata, judged by
-//! the fetch policy (`host/src/mcp/auth/fetch_policy.rs`), both compiled in with `#[path]`.
+//! challenges (`host/crates/sessions/src/auth/challenge.rs`) and the URLs in them and in metadata, judged by
+//! the fetch policy (`host/crates/sessions/src/auth/fetch_policy.rs`), both compiled in with `#[path]`.
 //!
 //! Properties: no panic; challenges written by the grammar read back as written; a URL the
 //! policy passes is https, or http with the server and the URL both on loopback, and never
@@ -10,22 +10,20 @@
 #![allow(dead_code)]
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../host/src/mcp/auth/challenge.rs"]
+#[path = "../../host/crates/sessions/src/auth/challenge.rs"]
 mod challenge;
 
-// `crate::mcp::http::printable`, which the policy's messages use: a stand-in with the shipped
-// function's behaviour (no control characters, at most `max` characters).
-mod mcp {
-    pub mod http {
-        pub fn printable(text: &str, max: usize) -> String {
-            text.chars()
-                .filter(|c| !c.is_control() || *c == ' ')
-                .take(max)
-                .collect()
-        }
+// The session crate's `crate::http::printable`, which the policy's messages use: a stand-in
+// with the shipped function's behaviour (no control characters, at most `max` characters).
+mod http {
+    pub fn printable(text: &str, max: usize) -> String {
+        text.chars()
+            .filter(|c| !c.is_control() || *c == ' ')
+            .take(max)
+            .collect()
     }
 }
-#[path = "../../host/src/mcp/auth/fetch_policy.rs"]
+#[path = "../../host/crates/sessions/src/auth/fetch_policy.rs"]
 mod fetch_policy;
 
 use fetch_policy::{AddressClass, FetchPolicy, check_browser_url, classify};

@@ -3,7 +3,7 @@
 //! The modules follow the data flow: [`config`] is read first, [`mcp`] keeps the live server
 //! sessions, and [`cli`] exposes them to people and scripts.
 pub use rkmcp_audit as audit;
-pub mod chat;
+pub use rkmcp_chat as chat;
 pub mod cli;
 pub use rkmcp_config as config;
 pub mod logging;

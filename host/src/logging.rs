@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs::OpenOptions;
 use std::io::Write as _;
+use std::path::Path;
 use std::sync::Mutex;
 
 use tracing::field::{Field, Visit};
@@ -26,8 +27,6 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, fmt};
 
-use crate::cli::GlobalArgs;
-
 pub use rkmcp_term_safe::NOTICE_TARGET;
 
 /// Keeps the log file open for the life of the program.
@@ -39,8 +38,9 @@ fn rkmcp_words_it(meta: &tracing::Metadata<'_>) -> bool {
     meta.target().starts_with("rmcp") && matches!(*meta.level(), Level::WARN | Level::ERROR)
 }
 
-pub fn init(global: &GlobalArgs) -> anyhow::Result<LogGuard> {
-    let level = match global.verbose {
+/// Sets up stderr and the log file: `verbose` is the count of `-v`, `log_file` is `--log-file`.
+pub fn init(verbose: u8, log_file: Option<&Path>) -> anyhow::Result<LogGuard> {
+    let level = match verbose {
         0 => "warn",
         1 => "info",
         2 => "debug",
@@ -64,7 +64,7 @@ pub fn init(global: &GlobalArgs) -> anyhow::Result<LogGuard> {
     };
     let notices = NoticeLayer::default().with_filter(filter_fn(|m| m.target() == NOTICE_TARGET));
     let registry = tracing_subscriber::registry().with(notices);
-    let result = match &global.log_file {
+    let result = match log_file {
         Some(path) => {
             let file = OpenOptions::new()
                 .create(true)
@@ -78,7 +78,7 @@ pub fn init(global: &GlobalArgs) -> anyhow::Result<LogGuard> {
             registry.with(layer).try_init()
         }
         // A person asked for more: the brief one-line form.
-        None if rust_log.is_none() && global.verbose == 1 => {
+        None if rust_log.is_none() && verbose == 1 => {
             let layer = fmt::layer()
                 .event_format(Brief)
                 .with_writer(std::io::stderr)
@@ -87,7 +87,7 @@ pub fn init(global: &GlobalArgs) -> anyhow::Result<LogGuard> {
             registry.with(layer).try_init()
         }
         // Debugging rkmcp: tracing's own format with targets and fields.
-        None if rust_log.is_some() || global.verbose >= 2 => {
+        None if rust_log.is_some() || verbose >= 2 => {
             let layer = fmt::layer()
                 .with_writer(std::io::stderr)
                 .with_filter(log_filter(false)?);

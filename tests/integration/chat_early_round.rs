@@ -1,5 +1,5 @@
 //! `ask` starts its first round from the tool list remembered from the last run with the same
-//! servers, while they start (host/src/chat/remembered.rs, engine/early.rs): with the real
+//! servers, while they start (host/crates/chat/src/remembered.rs, engine/early.rs): with the real
 //! embedded model and the real `mcp-server-time` (its clock stopped), started through a shell
 //! script the tests rewrite between runs, so the configuration stays the same while the server
 //! changes, slows down or fails.

@@ -294,11 +294,20 @@ async fn one_generation_at_a_time_the_second_waits_or_gives_up() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_users_turn_stops_a_sampling_generation_instead_of_waiting_for_it() {
     let backend = model().await;
+    // A generation that is certainly long (greedy, already counting: the model goes on to 100;
+    // asked only to count, it once answered "One hundred." before the user's turn came), and
+    // the user's turn comes once it runs, not after a guessed sleep.
     let mut long = GenerateRequest::new(vec![Message::user("Count from one to one hundred.")]);
     long.max_new_tokens = Some(400);
     long.stop.clear();
-    let sampling = backend.generate_giving_way(long, Duration::from_secs(60));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    long.temperature = Some(0.0);
+    long.assistant_prefix = Some("1, 2, 3, 4, 5,".into());
+    let mut sampling = backend.generate_giving_way(long, Duration::from_secs(60));
+    let first = tokio::time::timeout(Duration::from_secs(120), sampling.chunks.recv()).await;
+    assert!(
+        matches!(first, Ok(Some(_))),
+        "the sampling generation never started"
+    );
     let users = backend
         .generate_within(
             GenerateRequest::new(vec![Message::user("Hi")]),

@@ -238,7 +238,8 @@ impl Context {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // A guard keeps the non-blocking log writer alive until exit.
-    let _log_guard = match crate::logging::init(&cli.global) {
+    let _log_guard = match crate::logging::init(cli.global.verbose, cli.global.log_file.as_deref())
+    {
         Ok(guard) => guard,
         Err(err) => {
             eprintln!("rkmcp: {err:#}");

@@ -1,6 +1,6 @@
 //! How many unreadable messages a transport plugin may deliver before its connection is
 //! closed. Pure policy (time is passed in), used by the adapter that parses what a transport
-//! returns (`host/src/mcp/plugin_transport.rs`).
+//! returns (`host/crates/sessions/src/plugin_transport.rs`).
 //!
 //! A transport that returns garbage in a loop would otherwise be logged once per message
 //! (hundreds of MB of stderr in seconds) while the user waits for a timeout. The first few

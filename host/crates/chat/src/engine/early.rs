@@ -1,5 +1,5 @@
 //! The first round of `ask`, generated from the tool list remembered from the last run while
-//! the servers are still starting ([`crate::chat::remembered`]).
+//! the servers are still starting ([`crate::remembered`]).
 //!
 //! The round is generated with its events held back. Once the servers are up, their list
 //! decides: the same list and the round stands (its events are sent as if it had just run, and
@@ -12,9 +12,9 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
 use super::{ChatEngine, ChatEvent, RoundGeneration, TurnOutcome};
-use crate::chat::remembered::ToolListSource;
-use crate::chat::round;
-use crate::chat::transcript::TurnRecord;
+use crate::remembered::ToolListSource;
+use crate::round;
+use crate::transcript::TurnRecord;
 
 /// A first round generated before the servers were up.
 pub struct EarlyRound {

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::Config;
-use crate::mcp::manager::{ExposedTool, SessionManager};
+use rkmcp_config::Config;
+use rkmcp_sessions::manager::{ExposedTool, SessionManager};
 
 /// Bumped when the file's shape changes: an older file is then ignored, not misread.
 const FORMAT: u32 = 1;
@@ -238,7 +238,7 @@ mod tests {
     }
 
     fn config(toml: &str) -> Config {
-        crate::config::load_str(Path::new("/etc/rkmcp.toml"), toml).unwrap()
+        rkmcp_config::load_str(Path::new("/etc/rkmcp.toml"), toml).unwrap()
     }
 
     #[test]

@@ -11,8 +11,8 @@ use super::engine::{ChatEngine, EarlyRound};
 use super::remembered::{RememberedTools, ToolListMemory};
 use super::sampling::{Sampler, SamplingApprover, SamplingPolicy, SamplingSettings};
 use super::settings::ChatSettings;
-use crate::config::Config;
-use crate::mcp::{NonInteractive, Session, SessionManager, StartFailure, config_roots};
+use rkmcp_config::Config;
+use rkmcp_sessions::{NonInteractive, Session, SessionManager, StartFailure, config_roots};
 
 /// What the front ends (`chat`, `ask`) choose besides the config.
 pub struct ChatOptions {
@@ -93,7 +93,7 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         .section::<SamplingSettings>("sampling")
         .map_err(anyhow::Error::from)
         .and_then(|s| {
-            SamplingPolicy::new(s).map_err(|e| crate::config::ConfigError::new(e).into())
+            SamplingPolicy::new(s).map_err(|e| rkmcp_config::ConfigError::new(e).into())
         })?;
     let client = local_client(config, options.forms.clone(), options.accept_defaults);
     // Plugins and the approval chain before the model: an early round already reads the
@@ -105,7 +105,7 @@ pub async fn start_chat(config: &Config, options: ChatOptions) -> anyhow::Result
         options.prompter.clone(),
         options.yes,
     )
-    .map_err(|err| crate::config::ConfigError::new(format!("[chat.approval]: {err}")))?;
+    .map_err(|err| rkmcp_config::ConfigError::new(format!("[chat.approval]: {err}")))?;
     let memory = (!options.no_tools && options.settings.remember_tools)
         .then(|| ToolListMemory::for_config(config, options.only_server.as_deref()))
         .flatten();
@@ -273,7 +273,7 @@ pub fn load_plugins(config: &Config, settings: &ChatSettings) -> anyhow::Result<
         .iter()
         .map(|name| {
             host.approval_guard(name).map_err(|err| {
-                anyhow::Error::from(crate::config::ConfigError::new(format!(
+                anyhow::Error::from(rkmcp_config::ConfigError::new(format!(
                     "[chat.approval] guards: cannot load approval guard `{name}`: {err}"
                 )))
             })
@@ -281,7 +281,7 @@ pub fn load_plugins(config: &Config, settings: &ChatSettings) -> anyhow::Result<
         .collect::<anyhow::Result<Vec<_>>>()?;
     let detector = match &settings.detector {
         Some(name) => Some(host.detector(name).map_err(|err| {
-            anyhow::Error::from(crate::config::ConfigError::new(format!(
+            anyhow::Error::from(rkmcp_config::ConfigError::new(format!(
                 "[chat] detector: cannot load detector plugin `{name}`: {err} (see `rkmcp plugins list`)"
             )))
         })?),
@@ -289,7 +289,7 @@ pub fn load_plugins(config: &Config, settings: &ChatSettings) -> anyhow::Result<
     };
     let converter = match &settings.converter {
         Some(name) => Some(host.schema_converter(name).map_err(|err| {
-            anyhow::Error::from(crate::config::ConfigError::new(format!(
+            anyhow::Error::from(rkmcp_config::ConfigError::new(format!(
                 "[chat] converter: cannot load schema-converter plugin `{name}`: {err} (see `rkmcp plugins list`)"
             )))
         })?),

@@ -163,7 +163,7 @@ impl ArgumentValidator {
             Ok(Err(err)) => {
                 let reason = truncate(&err.to_string(), MAX_MESSAGE);
                 tracing::warn!(
-                    target: crate::logging::NOTICE_TARGET,
+                    target: rkmcp_term_safe::NOTICE_TARGET,
                     "the server's input schema for `{tool}` is not a valid JSON Schema ({reason}); \
                      its arguments are not validated (the server will judge them)"
                 );
@@ -171,7 +171,7 @@ impl ArgumentValidator {
             }
             Err(_) => {
                 tracing::warn!(
-                    target: crate::logging::NOTICE_TARGET,
+                    target: rkmcp_term_safe::NOTICE_TARGET,
                     "compiling the server's input schema for `{tool}` failed; \
                      its arguments are not validated (the server will judge them)"
                 );
@@ -756,7 +756,7 @@ fn describe_error(
             let names: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).collect();
             let list: Vec<String> = unexpected
                 .iter()
-                .map(|u| match crate::config::nearest(u, &names) {
+                .map(|u| match rkmcp_config::nearest(u, &names) {
                     Some(n) => format!("`{u}` (did you mean `{n}`?)"),
                     None => format!("`{u}`"),
                 })

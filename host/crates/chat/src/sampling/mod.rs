@@ -2,7 +2,7 @@
 //!
 //! Data flows: [`policy`] (may this server sample, and must the user be asked?) → [`request`]
 //! (the server's messages, limits and tools as a generation) → the same prompt, grammar and
-//! detector path the chat uses ([`crate::chat::prompt`], [`crate::chat::detect`]) → the user sees
+//! detector path the chat uses ([`crate::prompt`], [`crate::detect`]) → the user sees
 //! the answer (when asked) → [`request::result`] back to the server.
 //!
 //! A sampling generation is separate from the user's conversation: it gets its own messages, it

@@ -58,7 +58,7 @@ pub struct TurnRecord {
     pub stats: Option<Stats>,
     /// Where the tools of the turn's first round came from: the servers, or the list remembered
     /// from the last run (`ask` starts from it while the servers start).
-    pub tool_list: crate::chat::remembered::ToolListSource,
+    pub tool_list: crate::remembered::ToolListSource,
 }
 
 /// One generation and the calls it asked for.

@@ -11,11 +11,11 @@ use rkmcp_tool_formats::convert::{
 };
 
 use super::{ChatEngine, ChatEvent, Pending, notify};
-use crate::chat::approval::Verdict;
-use crate::chat::execute::{self, Ran, Run, ToolRunner, error_result};
-use crate::chat::transcript::{CallOutcome, CallRecord, Rejection};
-use crate::chat::validate::Coercion;
-use crate::mcp::manager::ExposedTool;
+use crate::approval::Verdict;
+use crate::execute::{self, Ran, Run, ToolRunner, error_result};
+use crate::transcript::{CallOutcome, CallRecord, Rejection};
+use crate::validate::Coercion;
+use rkmcp_sessions::manager::ExposedTool;
 
 impl ChatEngine {
     /// Gives each call an id unique in the conversation, finds its tool and validates its
@@ -39,7 +39,7 @@ impl ChatEngine {
             Some(t) => t.clone(),
             None => {
                 let names: Vec<&str> = self.exposed.iter().map(|t| t.name.as_str()).collect();
-                let hint = match crate::config::nearest(&call.name, &names) {
+                let hint = match rkmcp_config::nearest(&call.name, &names) {
                     Some(n) => format!(" Did you mean `{n}`?"),
                     None => String::new(),
                 };

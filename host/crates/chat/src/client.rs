@@ -18,9 +18,9 @@ use rmcp::model::{
 use serde_json::Value;
 
 use super::sampling::Sampler;
-use crate::mcp::client_requests::{ClientRequests, NonInteractive};
-use crate::mcp::elicitation::{Form, FormOutcome};
-use crate::mcp::url_wait::{URL_WAIT, UrlCompletions};
+use rkmcp_sessions::client_requests::{ClientRequests, NonInteractive};
+use rkmcp_sessions::elicitation::{Form, FormOutcome};
+use rkmcp_sessions::url_wait::{URL_WAIT, UrlCompletions};
 
 /// Asks a person for a form or a visit to a URL. Blocking (terminal prompts): called on a
 /// blocking thread, one question at a time.
@@ -28,7 +28,7 @@ pub trait FormAsker: Send + Sync + 'static {
     fn fill(&self, server: &str, form: &Form) -> FormOutcome;
     fn open_url(&self, server: &str, message: &str, url: &str) -> FormOutcome;
     /// An accepted URL visit ended: the server confirmed it (`confirmed`), or no confirmation
-    /// came within [`crate::mcp::url_wait::URL_WAIT`].
+    /// came within [`rkmcp_sessions::url_wait::URL_WAIT`].
     fn url_finished(&self, _server: &str, _url: &str, _confirmed: bool) {}
 }
 
@@ -78,7 +78,7 @@ impl ClientRequests for LocalClient {
             "roots": { "listChanged": true },
             "sampling": { "tools": {}, "context": {} },
             "elicitation": { "form": {}, "url": {} },
-            "extensions": { (crate::mcp::tasks::TASKS_EXTENSION): {} },
+            "extensions": { (rkmcp_sessions::tasks::TASKS_EXTENSION): {} },
         }))
         .unwrap_or_default()
     }

@@ -26,7 +26,7 @@ use super::settings::{ChatSettings, SpanEscape, ValueNumbers, ValueSpans};
 use super::transcript::{CallOutcome, CallRecord, Rejection, RoundRecord, Transcript, TurnRecord};
 use super::triage::{self, Disposition, Earlier, Proposal, Stop};
 use super::validate::{ArgumentValidator, Coercion};
-use crate::mcp::manager::{ExposedTool, SessionManager};
+use rkmcp_sessions::manager::{ExposedTool, SessionManager};
 
 mod calls;
 mod early;

@@ -31,7 +31,7 @@ use rkmcp_plugin_host::{PluginError, PluginHost, PluginKind, PluginVersion, Relo
 
 use super::engine::ChatEngine;
 use super::settings::ChatSettings;
-use crate::config::{Config, TransportKind};
+use rkmcp_config::{Config, TransportKind};
 
 /// Quiet time after the last event of a file before it counts as changed: long enough for the
 /// steps of one save or copy, short against a person typing the next message.

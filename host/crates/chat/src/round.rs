@@ -59,7 +59,7 @@ pub struct RoundPlan {
     pub temperature: Option<f32>,
     /// Tools left out of the grammar.
     pub excluded: Vec<String>,
-    /// `argument_steps`: the round's call is written a piece at a time ([`crate::chat::steps`]).
+    /// `argument_steps`: the round's call is written a piece at a time ([`crate::steps`]).
     pub steps: Option<CallSteps>,
 }
 
@@ -260,7 +260,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::chat::settings::Auto;
+    use crate::settings::Auto;
 
     fn tool(name: &str) -> ToolDef {
         ToolDef {

@@ -1,4 +1,4 @@
-//! The engine's side of a call written a piece at a time ([`crate::chat::steps`]): one short
+//! The engine's side of a call written a piece at a time ([`crate::steps`]): one short
 //! generation for the tool's name, then one per argument, each continuing the text of the call
 //! so far. The calls and answers it yields go on through the turn as a detector's would.
 use serde_json::{Map, Value};
@@ -9,9 +9,9 @@ use rkmcp_llm::{FinishReason, GenerateRequest, Stats};
 use rkmcp_tool_formats::{ToolCall, reasoning_open_in_prompt};
 
 use super::{ChatEngine, ChatEvent, notify};
-use crate::chat::generation::{Detected, Generated};
-use crate::chat::round::CallSteps;
-use crate::chat::steps;
+use crate::generation::{Detected, Generated};
+use crate::round::CallSteps;
+use crate::steps;
 
 /// Tokens for the name step: the longest tool name and its quote fit.
 const NAME_TOKENS: u32 = 48;

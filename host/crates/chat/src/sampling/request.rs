@@ -12,7 +12,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use crate::chat::settings::ToolChoice;
+use crate::settings::ToolChoice;
 
 /// Why a request cannot run. Each message names the server and what was wrong.
 #[derive(Debug, thiserror::Error)]

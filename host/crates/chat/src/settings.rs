@@ -191,7 +191,7 @@ impl Serialize for Shortlist {
 /// Grounding on (not 0) also spends a word's bias once the model wrote it, prefers the tokens
 /// that close a string as much as the words (a copied value ends where it should), and holds string
 /// values the schema leaves open to the message's length (at least
-/// [`crate::chat::round::MIN_STRING_BOUND`] characters) in the llguidance grammar.
+/// [`crate::round::MIN_STRING_BOUND`] characters) in the llguidance grammar.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum CopyBias {
     /// [`CopyBias::TINY`] for a tiny model (a model file under
@@ -356,7 +356,7 @@ pub struct ChatSettings {
     /// tiny model, all for others). Small models choose far better among a few.
     pub tool_shortlist: Shortlist,
     /// When the user's message names a tool (`get-sum`, "the sum tool", see
-    /// [`crate::chat::named`]), the first round may only call it (a grammar holds it to that),
+    /// [`crate::named`]), the first round may only call it (a grammar holds it to that),
     /// and it is listed whatever the shortlist chose.
     pub named_tools: bool,
     /// Constrain the CPU backend with a grammar so a call, once started, is a valid call of a
@@ -380,7 +380,7 @@ pub struct ChatSettings {
     /// Optional parameters the user's message names (`urgent`, `2 passengers`, or one of an
     /// enum's values) must be written.
     pub fill_named_optional: bool,
-    /// Write a call one piece at a time ([`crate::chat::steps`]): the tool first, then each
+    /// Write a call one piece at a time ([`crate::steps`]): the tool first, then each
     /// argument in a short generation of its own with its parameter's name, type and
     /// description right before it. For JSON call formats held by llguidance, in the rounds
     /// that must name a tool (or `answer_directly`).

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use rkmcp_tool_formats::convert::{CallToolResultLike, ContentItem};
 
 use super::transcript::CallOutcome;
-use crate::mcp::manager::SessionManager;
+use rkmcp_sessions::manager::SessionManager;
 
 /// Calls a tool of a server: what the engine needs of the MCP sessions to execute calls.
 pub trait ToolRunner: Send + Sync {
