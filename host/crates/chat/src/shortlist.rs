@@ -278,7 +278,7 @@ mod tests {
     fn with_real_time_tools() -> Vec<ToolDef> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/crates/tool-formats/converter-corpus/tools/mcp-server-time.json"
+            "/../tool-formats/converter-corpus/tools/mcp-server-time.json"
         );
         let text = std::fs::read_to_string(path).expect("corpus file");
         let mut t: Vec<ToolDef> = serde_json::from_str(&text).expect("tools");
