@@ -1,5 +1,5 @@
-//! The gateway's reading of a request body (`host/src/serve/request_check.rs`, compiled in with
-//! `#[path]`): any bytes as the body of a JSON POST to `rkmcp serve --http`. No panic; nothing
+//! The gateway's reading of a request body (`host/crates/gateway/src/request_check.rs`, compiled
+//! in with `#[path]`): any bytes as the body of a JSON POST to `rkmcp serve --http`. No panic; nothing
 //! the check passes is refused by serde_json's own parse (rmcp's), nothing it refuses as not
 //! JSON is taken by that parse, and the `method` it admits a session by is the one that parse
 //! reads. (Finding 1 of this target: the depth check never applied; finding 2: a body naming
@@ -7,7 +7,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../host/src/serve/request_check.rs"]
+#[path = "../../host/crates/gateway/src/request_check.rs"]
 mod request_check;
 
 use request_check::{BodyRefusal, check_json_body};

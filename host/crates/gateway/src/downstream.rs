@@ -26,8 +26,8 @@ use tokio::sync::{mpsc, oneshot};
 use super::local_model::LocalModel;
 use super::log_floor::most_verbose;
 use super::relay::{Ask, CallTarget, CancelOnDrop, InFlight};
-use crate::chat::approval::{ApprovalRequest, PromptAnswer, Prompter};
-use crate::mcp::client_requests::{ClientRequests, NonInteractive, USER_REJECTED};
+use rkmcp_chat::approval::{ApprovalRequest, PromptAnswer, Prompter};
+use rkmcp_sessions::client_requests::{ClientRequests, NonInteractive, USER_REJECTED};
 
 /// The connected clients (one per stdio connection or HTTP session).
 #[derive(Default)]

@@ -1,7 +1,7 @@
 //! `rkmcp serve`: rkmcp as an MCP server — a gateway in front of the configured servers that
 //! puts rkmcp's approval policy on every tool call, and the local model as a tool.
 //!
-//! Data flows: config → [`crate::mcp::SessionManager`] (the servers behind) → [`gateway`]
+//! Data flows: config → [`rkmcp_sessions::SessionManager`] (the servers behind) → [`gateway`]
 //! (rmcp's server side, one handler per client connection) → stdio or [`http`]. What the servers
 //! behind ask of their client goes to the connected client ([`downstream`]); [`relay`] carries one
 //! request and what happens while it runs; [`namespace`] names resources and pages lists;
@@ -54,12 +54,12 @@ use rkmcp_llm::ModelConfig;
 use serde::Deserialize;
 
 use self::log_floor::LogFloor;
-use crate::chat::approval::Approver;
-use crate::chat::sampling::{SamplingPolicy, SamplingSettings};
-use crate::chat::settings::ChatSettings;
-use crate::config::{Config, ConfigError};
-use crate::mcp::{ListKind, NonInteractive, SessionEvent, SessionManager, config_roots};
 pub use gateway::{Gateway, Shared};
+use rkmcp_chat::approval::Approver;
+use rkmcp_chat::sampling::{SamplingPolicy, SamplingSettings};
+use rkmcp_chat::settings::ChatSettings;
+use rkmcp_config::{Config, ConfigError};
+use rkmcp_sessions::{ListKind, NonInteractive, SessionEvent, SessionManager, config_roots};
 
 /// `[serve]` in the config.
 #[derive(Debug, Clone, Deserialize)]
@@ -215,7 +215,7 @@ pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Sta
             })?,
         None => instrumentation::Instrumentation::spans_only(),
     };
-    let plugins = crate::chat::start::load_plugins(
+    let plugins = rkmcp_chat::start::load_plugins(
         config,
         &ChatSettings {
             detector: None,
@@ -239,7 +239,7 @@ pub async fn start(config: &Config, options: ServeOptions) -> anyhow::Result<Sta
     let manager = SessionManager::start_with(config, None, client).await;
     for failure in manager.failures() {
         tracing::warn!(
-            target: crate::logging::NOTICE_TARGET,
+            target: rkmcp_term_safe::NOTICE_TARGET,
             "server `{}` did not start: {} (its tools are not offered)",
             failure.server,
             failure.error

@@ -16,8 +16,8 @@ use rmcp::model::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::chat::sampling::{Sampler, SamplingPolicy};
-use crate::chat::settings::ChatSettings;
+use rkmcp_chat::sampling::{Sampler, SamplingPolicy};
+use rkmcp_chat::settings::ChatSettings;
 
 /// The tool's name.
 pub const TOOL_NAME: &str = "local_model_generate";

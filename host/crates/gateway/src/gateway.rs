@@ -28,10 +28,10 @@ use super::local_model::{self, LocalModel};
 use super::log_floor::LogFloor;
 use super::namespace;
 use super::relay::{self, InFlight};
-use crate::chat::approval::{ApprovalRequest, Approver, Prompter, Verdict};
-use crate::mcp::manager::ResolveError;
-use crate::mcp::naming::{self, ServerTools};
-use crate::mcp::{Catalog, Session, SessionManager};
+use rkmcp_chat::approval::{ApprovalRequest, Approver, Prompter, Verdict};
+use rkmcp_sessions::manager::ResolveError;
+use rkmcp_sessions::naming::{self, ServerTools};
+use rkmcp_sessions::{Catalog, Session, SessionManager};
 
 /// What every connection shares.
 pub struct Shared {
@@ -44,7 +44,7 @@ pub struct Shared {
     /// Items per page of the gateway's own lists.
     pub page_size: usize,
     /// The configured roots: a client's roots may narrow them, never widen them.
-    pub roots: crate::mcp::Roots,
+    pub roots: rkmcp_sessions::Roots,
 }
 
 #[derive(Clone)]
@@ -305,7 +305,8 @@ impl Gateway {
                     return;
                 }
             };
-            let (kept, dropped) = crate::mcp::roots::narrow_roots(&asked, &shared.roots.paths());
+            let (kept, dropped) =
+                rkmcp_sessions::roots::narrow_roots(&asked, &shared.roots.paths());
             for why in dropped {
                 tracing::warn!("a root of the client is not passed on: {why}");
             }

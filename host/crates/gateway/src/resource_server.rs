@@ -211,7 +211,7 @@ impl ResourceServer {
             .unwrap_or_else(|| default_resource.to_string());
         url::Url::parse(&resource)
             .map_err(|e| format!("[serve.auth] resource = \"{resource}\" is not a URL: {e}"))?;
-        crate::mcp::http::install_tls_provider();
+        rkmcp_sessions::http::install_tls_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()

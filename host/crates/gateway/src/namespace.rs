@@ -2,7 +2,7 @@
 //! pages of the gateway's own lists. Pure functions, so the round trips are tested without
 //! servers.
 //!
-//! Tool and prompt names use the chat's naming ([`crate::mcp::naming`]: the server's `prefix`,
+//! Tool and prompt names use the chat's naming ([`rkmcp_sessions::naming`]: the server's `prefix`,
 //! `time__get_current_time`). Resource URIs cannot take a name prefix — clients and servers parse
 //! them — so the server goes into the scheme: `everything+test://static/resource/1` is
 //! `test://static/resource/1` of server `everything`. Schemes may hold letters, digits, `+`, `-`

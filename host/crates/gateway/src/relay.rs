@@ -19,7 +19,7 @@ use rmcp::{ErrorData, Peer, RoleClient, RoleServer};
 use tokio::sync::{mpsc, oneshot};
 
 use super::log_floor::LogFloor;
-use crate::mcp::{Session, SessionEvent};
+use rkmcp_sessions::{Session, SessionEvent};
 
 /// A request of a server, to be asked of the client whose call it is serving.
 pub enum Ask {
