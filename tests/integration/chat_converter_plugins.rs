@@ -7,8 +7,8 @@
 //! fixture.
 use std::sync::{Arc, Mutex};
 
+use rkmcp::chat::ChatEvent;
 use rkmcp::chat::TurnOutcome;
-use rkmcp::chat::engine::ChatEvent;
 use rkmcp::chat::transcript::Transcript;
 use rkmcp_llm::Role;
 use rkmcp_tests::scripted_backend::{ScriptedBackend, SeenRequest, Step};

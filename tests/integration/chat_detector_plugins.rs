@@ -4,8 +4,8 @@
 //! built-in detector without losing or repeating anything. The model is `ScriptedBackend` (a
 //! TEST DOUBLE replaying scripted answers in 3-character chunks); the server is our fixture.
 
+use rkmcp::chat::ChatEvent;
 use rkmcp::chat::TurnOutcome;
-use rkmcp::chat::engine::ChatEvent;
 use rkmcp_llm::{Message, Role};
 use rkmcp_tests::scripted_backend::scripted;
 use rkmcp_tests::*;

@@ -7,8 +7,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rkmcp::chat::ChatEvent;
 use rkmcp::chat::approval::{ApprovalConfig, Approver};
-use rkmcp::chat::engine::ChatEvent;
 use rkmcp::chat::settings::{AfterResult, Auto, ChatSettings};
 use rkmcp::chat::transcript::CallOutcome;
 use rkmcp::chat::{ChatEngine, TurnOutcome};

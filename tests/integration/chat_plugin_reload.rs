@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rkmcp::chat::ChatEngine;
+use rkmcp::chat::ChatEvent;
 use rkmcp::chat::approval::{Approver, Verdict};
-use rkmcp::chat::engine::ChatEvent;
 use rkmcp::chat::reload::PluginReloader;
 use rkmcp_tests::plugin_support::{Fixture, built, shared_cache};
 use rkmcp_tests::scripted_backend::scripted;

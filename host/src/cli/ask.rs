@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use rkmcp_llm::{AbiSetting, BackendKind, LlmError, ModelConfig};
 use tokio_util::sync::CancellationToken;
 
-use super::{Context, UsageError, status};
+use super::{Context, UsageError, turn_view};
 use crate::chat::{ChatOptions, ChatSettings, start_chat};
 
 /// Model selection and sampling flags shared by `ask` and `doctor`. Each overrides the `[model]`
@@ -281,12 +281,12 @@ pub async fn run(ctx: &Context, args: AskArgs) -> anyhow::Result<ExitCode> {
     let mut engine = started.engine;
     let json = ctx.global.json;
     if !json {
-        status::print_start(&engine, &started.failures);
+        turn_view::print_start(&engine, &started.failures);
     }
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
-    let mut out = status::Printer::for_engine(&engine);
+    let mut out = turn_view::Printer::for_engine(&engine);
     let printer = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             if !json {

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::approve_prompt::{TerminalPrompter, printable};
 use super::ask::{ChatArgs, ModelArgs, model_config};
 use super::inspect::{content_text, split_pair};
-use super::status::{self, dim};
+use super::turn_view::{self, dim};
 use super::{Context, UsageError};
 use crate::chat::approval::Prompter;
 use crate::chat::reload::PluginReloader;
@@ -104,7 +104,7 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
     )
     .await?;
     let mut engine = started.engine;
-    status::print_start(&engine, &started.failures);
+    turn_view::print_start(&engine, &started.failures);
     let mut reloader = match PluginReloader::start(started.plugin_host, &config, engine.settings())
     {
         Ok(r) => r,
@@ -189,7 +189,7 @@ pub async fn run(ctx: &Context, args: ChatCmdArgs) -> anyhow::Result<ExitCode> {
 /// goes on: nothing the user typed is lost (it stays in the history).
 async fn run_turn(engine: &mut ChatEngine, input: &str, json: bool) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut out = status::Printer::for_engine(engine);
+    let mut out = turn_view::Printer::for_engine(engine);
     let printer = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             if json {

@@ -370,7 +370,7 @@ pub async fn tools(ctx: &Context, cmd: ToolsCommand) -> anyhow::Result<ExitCode>
                         if let crate::mcp::SessionEvent::Task { server, tool, task } = event {
                             eprintln!(
                                 "{}",
-                                super::status::dim(&super::approve_prompt::printable(
+                                super::turn_view::dim(&super::approve_prompt::printable(
                                     &super::tasks::status_line(&server, &tool, &task)
                                 ))
                             );

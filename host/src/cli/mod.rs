@@ -24,8 +24,8 @@ pub mod sampling_prompt;
 mod serve;
 mod sign_in_prompt;
 mod skills;
-pub mod status;
 mod tasks;
+pub mod turn_view;
 
 /// A mistake in how rkmcp was invoked (exit code 2).
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::inspect::{load, start};
 use super::output::{self, short};
-use super::status::dim;
+use super::turn_view::dim;
 use super::{Context, UsageError};
 use crate::chat::ChatEngine;
 use crate::mcp::client_requests::terminal_safe;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use rkmcp_llm::{FinishReason, GenerateRequest, Message, SharedBackend, Stats};
+use rkmcp_llm::{GenerateRequest, Message, SharedBackend, Stats};
 use rkmcp_plugin_host::{Detector, SchemaConverter};
 use rkmcp_tool_formats::convert::{Grounding, ToolDef};
 use rkmcp_tool_formats::{ToolCall, strip_reasoning};
@@ -31,63 +31,9 @@ use rkmcp_sessions::manager::{ExposedTool, SessionManager};
 mod calls;
 mod early;
 mod steps;
+use crate::events::{ChatEvent, notify};
 use calls::{Checked, not_run};
 pub use early::EarlyRound;
-
-/// What happens during a turn, as it happens (for the terminal, or a script).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "snake_case", tag = "event")]
-pub enum ChatEvent {
-    /// A generation starts.
-    Round {
-        round: u32,
-    },
-    /// Answer text for the user, streamed (call markers removed).
-    Text {
-        text: String,
-    },
-    /// The model's reasoning, streamed apart from the answer (never scanned for calls, not fed
-    /// back in later turns).
-    Reasoning {
-        text: String,
-    },
-    /// The model asked for a valid call; approval comes next.
-    ToolCall {
-        id: String,
-        name: String,
-        server: String,
-        tool: String,
-        arguments: Value,
-    },
-    Approval {
-        id: String,
-        verdict: Verdict,
-    },
-    ToolResult {
-        id: String,
-        name: String,
-        is_error: bool,
-        duration_ms: f64,
-        /// The first line of what the model is given back.
-        summary: String,
-    },
-    /// A call that was not run (unparseable, unknown tool, invalid arguments); the error goes
-    /// back to the model so it can fix it.
-    Rejected {
-        id: Option<String>,
-        name: Option<String>,
-        error: String,
-    },
-    /// A generation ended.
-    Generated {
-        stats: Stats,
-        finish: FinishReason,
-    },
-    /// Something the user should know (limits reached, cancellation).
-    Notice {
-        message: String,
-    },
-}
 
 /// How a turn ended.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -933,13 +879,6 @@ struct RoundGeneration {
     grammar_name: String,
     /// One per generation (two after `answer_directly`).
     stats: Vec<Stats>,
-}
-
-pub(super) fn notify(events: &UnboundedSender<ChatEvent>, notice: Option<String>) {
-    if let Some(message) = notice {
-        tracing::warn!("{message}");
-        let _ = events.send(ChatEvent::Notice { message });
-    }
 }
 
 fn tool_def(t: &ExposedTool) -> ToolDef {

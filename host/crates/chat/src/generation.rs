@@ -11,7 +11,7 @@ use rkmcp_tool_formats::{
 };
 
 use super::detect::ResponseDetector;
-use super::engine::{ChatEvent, notify};
+use super::events::{ChatEvent, notify};
 
 /// What one generation contained.
 #[derive(Default)]

@@ -8,7 +8,7 @@
 //! [`validate`] (arguments against the tool's schema) → [`triage`] (rejected / duplicate / repeat /
 //! fresh, and why the turn stops) → [`approval`] (policy, guard plugins, the user) → [`execute`]
 //! (MCP sessions behind [`execute::ToolRunner`]) → results fed back (by the format or the converter
-//! plugin). [`engine`] runs that loop for `rkmcp chat` and `ask`, each round planned by [`round`]
+//! plugin). [`engine`] runs that loop for `rkmcp chat` and `ask` (reporting it as [`events`]), each round planned by [`round`]
 //! (grammar, temperature) and streamed by [`generation`], or written a piece at a time by
 //! [`steps`] (`argument_steps`).
 //! [`sampling`] serves servers' `sampling/createMessage` on the same model, prompt and detector path,
@@ -21,6 +21,7 @@ pub mod client;
 pub mod convert;
 pub mod detect;
 pub mod engine;
+pub mod events;
 pub mod execute;
 pub mod generation;
 pub mod named;
@@ -37,6 +38,7 @@ pub mod transcript;
 pub mod triage;
 pub mod validate;
 
-pub use engine::{ChatEngine, ChatEvent, TurnOutcome};
+pub use engine::{ChatEngine, TurnOutcome};
+pub use events::ChatEvent;
 pub use settings::ChatSettings;
 pub use start::{ChatOptions, StartedChat, start_chat};

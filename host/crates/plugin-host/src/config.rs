@@ -66,6 +66,8 @@ pub struct Grant {
     /// Linear-memory cap in MiB (default 64).
     pub memory_mb: Option<u64>,
     /// Deadline for one call in ms (default depends on the kind; see [`PluginKind::default_timeout_ms`]).
+    /// A fresh instance's start-up (instantiation, a detector session's start) gets at least
+    /// [`crate::STARTUP_DEADLINE`].
     pub call_timeout_ms: Option<u64>,
     /// Fuel (instruction budget) per call; unset = no fuel metering.
     pub fuel: Option<u64>,

@@ -53,3 +53,4 @@ pub use host::{
     PluginVersion, Reload,
 };
 pub use kind::{PluginKind, SUPPORTED_VERSIONS};
+pub use plugin::STARTUP_DEADLINE;

@@ -27,6 +27,20 @@ use crate::wit::{
 /// (async) host call such as a socket read.
 pub const HOST_MARGIN: Duration = Duration::from_millis(250);
 
+/// The least time a fresh instance's start-up gets: its instantiation and, for a detector, the
+/// session's start (`start-session`), the first call into the new instance. That call faults in
+/// the component's memory image (tens of MB for a JavaScript or Python engine), which on a
+/// loaded machine took longer than a detector's 50 ms per-call deadline (seen in CI), and a
+/// fault there sends the turn to the built-in detector and counts towards quarantine. Start-up
+/// happens once per turn, off the per-token path, so the longer bound costs nothing while
+/// generating; a plugin that loops in start-up is still stopped after it.
+pub const STARTUP_DEADLINE: Duration = Duration::from_secs(1);
+
+/// The deadline of a fresh instance's start-up, for a plugin whose calls have `timeout`.
+pub fn startup_deadline(timeout: Duration) -> Duration {
+    timeout.max(STARTUP_DEADLINE)
+}
+
 /// Open files, sockets, streams and pollables one instance may hold at once. Each open file or
 /// socket is a host file descriptor; without a cap, a plugin with any file grant could use up
 /// the host's descriptors (then saving, history, logs and starting servers fail). Real plugins
@@ -207,8 +221,8 @@ impl Loaded {
         })
     }
 
-    /// A fresh instance of kind `P` in a fresh store, instantiated under the call deadline (its
-    /// start-up code runs then).
+    /// A fresh instance of kind `P` in a fresh store, instantiated under the start-up deadline
+    /// ([`startup_deadline`]; its start-up code runs then).
     pub(crate) async fn instantiate<P: Pre>(&self) -> Result<Instance<P::Bindings>, PluginError> {
         let pre = self.pre::<P>()?;
         let mut store = self.new_store()?;
@@ -216,7 +230,7 @@ impl Loaded {
             self,
             &mut store,
             "instantiate",
-            self.settings.timeout,
+            startup_deadline(self.settings.timeout),
             pre.instantiate(&mut store)
         )?;
         Ok(Instance { store, bindings })
@@ -419,3 +433,18 @@ macro_rules! guarded {
     }};
 }
 pub(crate) use guarded;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_up_gets_at_least_the_start_up_deadline_and_never_less_than_a_call() {
+        let ms = Duration::from_millis;
+        // A detector's 50 ms calls: start-up gets the floor.
+        assert_eq!(startup_deadline(ms(50)), STARTUP_DEADLINE);
+        // A transport's 5 s calls: start-up keeps them.
+        assert_eq!(startup_deadline(ms(5000)), ms(5000));
+        assert_eq!(startup_deadline(STARTUP_DEADLINE), STARTUP_DEADLINE);
+    }
+}

@@ -10,8 +10,9 @@ use rkmcp_tool_formats::convert::{
     CallToolResultLike, ResultOptions, example_call, format_tool_result_with, result_body,
 };
 
-use super::{ChatEngine, ChatEvent, Pending, notify};
+use super::{ChatEngine, Pending};
 use crate::approval::Verdict;
+use crate::events::{ChatEvent, notify};
 use crate::execute::{self, Ran, Run, ToolRunner, error_result};
 use crate::transcript::{CallOutcome, CallRecord, Rejection};
 use crate::validate::Coercion;

@@ -11,7 +11,8 @@ use std::time::Instant;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatEngine, ChatEvent, RoundGeneration, TurnOutcome};
+use super::{ChatEngine, RoundGeneration, TurnOutcome};
+use crate::events::ChatEvent;
 use crate::remembered::ToolListSource;
 use crate::round;
 use crate::transcript::TurnRecord;

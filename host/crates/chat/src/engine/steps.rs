@@ -8,7 +8,8 @@ use tokio_util::sync::CancellationToken;
 use rkmcp_llm::{FinishReason, GenerateRequest, Stats};
 use rkmcp_tool_formats::{ToolCall, reasoning_open_in_prompt};
 
-use super::{ChatEngine, ChatEvent, notify};
+use super::ChatEngine;
+use crate::events::{ChatEvent, notify};
 use crate::generation::{Detected, Generated};
 use crate::round::CallSteps;
 use crate::steps;

@@ -54,7 +54,7 @@ impl Detector {
             plugin,
             &mut store,
             "start-session",
-            plugin.settings.timeout,
+            crate::plugin::startup_deadline(plugin.settings.timeout),
             b.rkmcp_plugin_detector()
                 .call_start_session(&mut store, format)
         ))?;

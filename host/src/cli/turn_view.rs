@@ -6,8 +6,8 @@ use std::io::{IsTerminal, Write};
 use rkmcp_llm::Stats;
 
 use crate::chat::ChatEngine;
+use crate::chat::ChatEvent;
 use crate::chat::approval::Verdict;
-use crate::chat::engine::ChatEvent;
 use crate::chat::remembered::ToolListSource;
 use crate::chat::transcript::Transcript;
 use crate::mcp::StartFailure;
