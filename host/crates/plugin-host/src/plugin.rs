@@ -28,12 +28,14 @@ use crate::wit::{
 pub const HOST_MARGIN: Duration = Duration::from_millis(250);
 
 /// The least time a fresh instance's start-up gets: its instantiation and, for a detector, the
-/// session's start (`start-session`), the first call into the new instance. That call faults in
-/// the component's memory image (tens of MB for a JavaScript or Python engine), which on a
-/// loaded machine took longer than a detector's 50 ms per-call deadline (seen in CI), and a
-/// fault there sends the turn to the built-in detector and counts towards quarantine. Start-up
-/// happens once per turn, off the per-token path, so the longer bound costs nothing while
-/// generating; a plugin that loops in start-up is still stopped after it.
+/// session's start (`start-session`), the first call into the new instance. Those touch the
+/// component's code and memory image for the first time (mapped from the compile cache; tens of
+/// MB for a JavaScript or Python engine). A JavaScript detector starts in ~0.5 ms warm, ~5 ms
+/// beside two busy processes, but on a loaded CI machine its `start-session` went past a
+/// detector's 50 ms per-call deadline, and a fault there sends the turn to the built-in detector
+/// and counts towards quarantine. Start-up happens once per turn, off the per-token path, so the
+/// longer bound costs nothing while generating; a plugin that loops in start-up is still
+/// stopped after it.
 pub const STARTUP_DEADLINE: Duration = Duration::from_secs(1);
 
 /// The deadline of a fresh instance's start-up, for a plugin whose calls have `timeout`.
