@@ -22,7 +22,7 @@ use rmcp::service::{ClientInitializeError, ClientLifecycleMode};
 use super::probe::Probe;
 use rkmcp_config::{PROTOCOL_VERSIONS, Protocol, ServerConfig};
 
-pub use rkmcp_config::MAX_DISCOVER_TIMEOUT;
+use rkmcp_config::MAX_DISCOVER_TIMEOUT;
 
 /// How a session's handshake went, for `servers status`.
 #[derive(Debug, Clone, PartialEq, Eq)]

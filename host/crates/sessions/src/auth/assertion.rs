@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-pub use rkmcp_config::SigningKey;
+use rkmcp_config::SigningKey;
 
 /// The `client_assertion_type` of RFC 7523 §2.2.
 pub const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";

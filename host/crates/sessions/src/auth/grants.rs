@@ -15,10 +15,10 @@ use rmcp::transport::auth::InMemoryCredentialStore;
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::assertion::{CLIENT_ASSERTION_TYPE, SigningKey, client_assertion};
+use super::assertion::{CLIENT_ASSERTION_TYPE, client_assertion};
 use super::{AuthFailure, BearerSource, Step, oauth};
 use crate::http::printable;
-use rkmcp_config::{AuthConfig, Grant, ServerConfig, TokenEndpointAuth};
+use rkmcp_config::{AuthConfig, Grant, ServerConfig, SigningKey, TokenEndpointAuth};
 
 pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
